@@ -1,0 +1,31 @@
+# Two commands for users; the rest are helpers they call.
+#   make demo   the whole flow against the local OCI simulator (no cloud account needed)
+#   make test   every test: lint, sanity, unit, molecule, integration
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+.PHONY: help demo test venv lint sanity unit molecule integration build clean
+
+help:
+	@echo "make demo   - rehearse the whole flow against the local OCI simulator"
+	@echo "make test   - run every test (installs what it needs; see docs/testing.md)"
+
+demo:
+	bash tests/infra/host.sh
+	bash tests/infra/venv.sh
+	bash tests/demo/run.sh
+
+test:
+	bash tests/make-test.sh
+
+venv:
+	bash tests/infra/venv.sh
+
+lint sanity unit molecule integration: venv
+	STAGES=$@ bash tests/make-test.sh
+
+build: venv
+	.venv/bin/ansible-galaxy collection build --force --output-path .build/
+
+clean:
+	rm -rf .build tests/output .venv

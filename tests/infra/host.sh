@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Prepare this machine for the role tests: Debian packages and a podman configuration that works
+# on a host without systemd as PID 1 and without CAP_SYS_RESOURCE (see docs/testing.md).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+apt_install podman runc fuse-overlayfs slirp4netns uidmap debootstrap systemd-container \
+  lvm2 xfsprogs qemu-system-x86 qemu-utils openssh-client rsync e2fsprogs dosfstools \
+  ca-certificates curl jq iproute2 zstd
+
+conf=/etc/containers/containers.conf
+want='# Written by ocigpu.cluster tests/infra/host.sh: crun and the default ulimits fail on this host.
+[containers]
+default_ulimits = ["nofile=16384:16384", "nproc=16384:16384"]
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"'
+if [ "$(cat "$conf" 2>/dev/null)" != "$want" ]; then
+  log "writing $conf"
+  mkdir -p "$(dirname "$conf")"
+  printf '%s\n' "$want" > "$conf"
+fi
