@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+
+    DOCUMENTATION = r"""
+options:
+  config_file:
+    description:
+      - Path of the OCI SDK/CLI configuration file used with O(auth_type=api_key) and O(auth_type=security_token).
+      - Defaults to C(~/.oci/config) when neither this option nor the environment variable is set.
+      - The environment variable E(OCI_CONFIG_FILE) is used if the option is not set.
+    type: path
+  config_profile:
+    description:
+      - Profile of O(config_file) to use. Defaults to C(DEFAULT).
+      - The environment variable E(OCI_CONFIG_PROFILE) is used if the option is not set.
+    type: str
+  auth_type:
+    description:
+      - How to authenticate.
+      - V(api_key) signs requests with the user's API key named in the profile.
+      - V(instance_principal) uses the identity of the OCI instance the task runs on (a dynamic group must allow it).
+      - V(security_token) uses the session token of C(oci session authenticate), named by C(security_token_file) in the profile.
+      - The environment variable E(OCI_ANSIBLE_AUTH_TYPE) is used if the option is not set.
+    type: str
+    choices: [api_key, instance_principal, security_token]
+    default: api_key
+  region:
+    description:
+      - OCI region identifier, for example C(ap-tokyo-1). Overrides the region of the profile.
+      - The environment variable E(OCI_REGION) is used if the option is not set.
+    type: str
+  service_endpoint:
+    description:
+      - Base URL of the OCI API to talk to instead of the region's public endpoint, for example a
+        dedicated region, an OCI simulator (C(http://127.0.0.1:8700)) or a proxy.
+      - The environment variable E(OCIGPU_SERVICE_ENDPOINT) is used if the option is not set.
+    type: str
+  api_retries:
+    description:
+      - Attempts per API call (lists are retried page by page) on throttling (HTTP 429), server
+        errors (5xx except 501), busy resources (409) and connection failures, with capped
+        exponential backoff and jitter. Creates carry one C(opc-retry-token) across attempts, so a
+        retried create never makes a second resource.
+    type: int
+    default: 8
+  api_retry_max_seconds:
+    description: Upper bound in seconds for the time spent retrying one API call.
+    type: int
+    default: 600
+requirements:
+  - python >= 3.9
+  - oci >= 2.150.0
+notes:
+  - Set these options once for a play with C(module_defaults) and the action group C(group/ocigpu.cluster.oci).
+"""
+
+    WAIT = r"""
+options:
+  wait:
+    description:
+      - Wait until the resource reaches its final lifecycle state (or the work request ends) before returning.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to wait when O(wait=true). On timeout the task fails and reports the last lifecycle
+        state and work request percentage seen.
+    type: int
+    default: 1200
+"""
+
+    TAGS = r"""
+options:
+  cluster_name:
+    description:
+      - Name of the cluster the resource belongs to. Written as the freeform tag C(ocigpu-cluster)
+        and used, with O(compartment_id) and the display name, to find the resource again, so a
+        re-run adopts what exists instead of creating a second one.
+    type: str
+    required: true
+  compartment_id:
+    description: OCID of the compartment that holds the resource.
+    type: str
+    required: true
+  freeform_tags:
+    description: Extra freeform tags. The C(ocigpu-cluster) tag is always added.
+    type: dict
+    default: {}
+  defined_tags:
+    description: Defined tags, as C({namespace: {key: value}}).
+    type: dict
+    default: {}
+"""

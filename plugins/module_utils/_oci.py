@@ -1,0 +1,308 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Clients, authentication and retries for every OCI call this collection makes.
+
+One place owns the plumbing, so modules, the inventory plugin and the autoscaler stay small:
+
+- auth_argument_spec() / wait_argument_spec(): the shared options (documented in the
+  ocigpu.cluster.oci doc fragment).
+- build_config(params) -> (config, signer) and create_client(client_cls, params): API key from
+  the OCI config file, instance principal or security token; region and service_endpoint.
+- OCISession(params): cached clients plus call() / list_all() / create(), which retry every
+  call (lists included, page by page) with capped, decorrelated-jitter backoff. The SDK's own
+  retries and its process-wide circuit breaker are switched off on our clients: the breaker
+  opens after 10 throttled calls and then fails every call instantly for 30 s, which turns a
+  429 storm that this loop would ride out into a hard failure.
+- create() sends one opc-retry-token on every attempt of a create, so a create whose response
+  was lost (a 500 or a dropped connection after the server acted) is answered with the same
+  resource, never a second one.
+- CLOCK: sleep and monotonic time, replaced by tests with the simulator's clock.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import traceback
+import uuid
+
+from ansible.module_utils.basic import env_fallback
+
+try:
+    import oci
+    from oci.circuit_breaker import NoCircuitBreakerStrategy
+    from oci.exceptions import ServiceError
+    from oci.retry import NoneRetryStrategy
+    HAS_OCI = True
+    OCI_IMPORT_ERROR = None
+except ImportError:
+    HAS_OCI = False
+    OCI_IMPORT_ERROR = traceback.format_exc()
+
+    class ServiceError(Exception):  # pylint: disable=function-redefined
+        """Stand-in so `except ServiceError` works when oci is missing (we fail earlier)."""
+
+try:
+    import requests.exceptions as _requests_exc
+    _TRANSPORT_ERRORS = (_requests_exc.ConnectionError, _requests_exc.Timeout)
+except ImportError:
+    _TRANSPORT_ERRORS = ()
+
+AUTH_TYPES = ('api_key', 'instance_principal', 'security_token')
+
+# Retried: throttling, server errors (not 501), and the 409s OCI uses for "busy, try again".
+_RETRY_409_CODES = ('IncorrectState', 'Conflict', 'LockConflict')
+
+
+class Clock(object):
+    """Time source for retries and waiters; tests put the simulator clock here."""
+
+    def __init__(self):
+        self.sleep = time.sleep
+        self.monotonic = time.monotonic
+
+
+CLOCK = Clock()
+
+
+def auth_argument_spec():
+    return dict(
+        config_file=dict(type='path', fallback=(env_fallback, ['OCI_CONFIG_FILE'])),
+        config_profile=dict(type='str', fallback=(env_fallback, ['OCI_CONFIG_PROFILE'])),
+        auth_type=dict(type='str', choices=list(AUTH_TYPES), default='api_key',
+                       fallback=(env_fallback, ['OCI_ANSIBLE_AUTH_TYPE'])),
+        region=dict(type='str', fallback=(env_fallback, ['OCI_REGION'])),
+        service_endpoint=dict(type='str', fallback=(env_fallback, ['OCIGPU_SERVICE_ENDPOINT'])),
+        api_retries=dict(type='int', default=8),
+        api_retry_max_seconds=dict(type='int', default=600),
+    )
+
+
+def wait_argument_spec(timeout=1200):
+    return dict(
+        wait=dict(type='bool', default=True),
+        wait_timeout=dict(type='int', default=timeout),
+    )
+
+
+class OCIConfigError(Exception):
+    """Authentication or configuration that cannot work; the message names the option."""
+
+
+def build_config(params):
+    """Return (config dict, signer or None) for the auth options in params."""
+    if not HAS_OCI:
+        raise OCIConfigError('the oci Python SDK is required')
+    auth_type = params.get('auth_type') or 'api_key'
+    region = params.get('region')
+    if auth_type == 'instance_principal':
+        try:
+            signer = oci.auth.signers.InstancePrincipalsSecurityTokenSigner()
+        except Exception as exc:  # metadata service unreachable, no dynamic group, ...
+            raise OCIConfigError('auth_type=instance_principal: cannot get a token from the '
+                                 'instance metadata service: %s' % exc)
+        return {'region': region or signer.region}, signer
+
+    config_file = params.get('config_file') or oci.config.DEFAULT_LOCATION
+    profile = params.get('config_profile') or oci.config.DEFAULT_PROFILE
+    try:
+        config = oci.config.from_file(file_location=config_file, profile_name=profile)
+    except oci.exceptions.ConfigFileNotFound:
+        raise OCIConfigError('config_file: OCI config file %s not found' % config_file)
+    except oci.exceptions.ProfileNotFound:
+        raise OCIConfigError('config_profile: profile %s not found in %s' % (profile, config_file))
+    except oci.exceptions.InvalidConfig as exc:
+        raise OCIConfigError('config_file: %s profile %s is invalid: %s' % (config_file, profile, exc))
+    if region:
+        config['region'] = region
+    signer = None
+    if auth_type == 'security_token':
+        token_file = config.get('security_token_file')
+        if not token_file:
+            raise OCIConfigError('auth_type=security_token: profile %s of %s has no security_token_file'
+                                 % (profile, config_file))
+        try:
+            with open(os.path.expanduser(token_file)) as f:
+                token = f.read().strip()
+            key = oci.signer.load_private_key_from_file(config['key_file'], config.get('pass_phrase'))
+        except (IOError, OSError, KeyError) as exc:
+            raise OCIConfigError('auth_type=security_token: %s' % exc)
+        signer = oci.auth.signers.SecurityTokenSigner(token, key)
+    else:
+        try:
+            oci.config.validate_config(config)
+        except oci.exceptions.InvalidConfig as exc:
+            raise OCIConfigError('config_file: %s profile %s is invalid: %s' % (config_file, profile, exc))
+    if not config.get('region'):
+        raise OCIConfigError('region: not set and not in profile %s of %s' % (profile, config_file))
+    return config, signer
+
+
+def client_kwargs(params, signer=None):
+    kwargs = dict(retry_strategy=NoneRetryStrategy(),
+                  circuit_breaker_strategy=NoCircuitBreakerStrategy(),
+                  timeout=(10, 120))
+    if signer is not None:
+        kwargs['signer'] = signer
+    if params.get('service_endpoint'):
+        kwargs['service_endpoint'] = params['service_endpoint']
+    return kwargs
+
+
+def create_client(client_cls, params, config_and_signer=None):
+    config, signer = config_and_signer or build_config(params)
+    return client_cls(config, **client_kwargs(params, signer))
+
+
+def is_retryable(exc):
+    if isinstance(exc, ServiceError):
+        if exc.status == 429 or (exc.status >= 500 and exc.status != 501):
+            return True
+        if exc.status == 409 and exc.code in _RETRY_409_CODES:
+            return True
+        return exc.status == -1  # the SDK's code for a request that never got an answer
+    if HAS_OCI and isinstance(exc, (oci.exceptions.RequestException, oci.exceptions.ConnectTimeout)):
+        return True
+    return isinstance(exc, _TRANSPORT_ERRORS)
+
+
+class Retrier(object):
+    """Capped exponential backoff with decorrelated jitter (AWS architecture blog formula)."""
+
+    def __init__(self, attempts=8, max_seconds=600, base=1.0, cap=30.0, clock=None):
+        self.attempts = max(1, attempts)
+        self.max_seconds = max_seconds
+        self.base = base
+        self.cap = cap
+        self.clock = clock or CLOCK
+        self.retries = 0  # total retries made, for results and tests
+
+    def call(self, fn, *args, **kwargs):
+        start = self.clock.monotonic()
+        delay = self.base
+        attempt = 1
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                if not is_retryable(exc) or attempt >= self.attempts:
+                    raise
+                delay = min(self.cap, random.uniform(self.base, delay * 3))
+                retry_after = _retry_after(exc)
+                if retry_after:
+                    delay = max(delay, min(retry_after, self.cap))
+                if self.clock.monotonic() - start + delay > self.max_seconds:
+                    raise
+                self.retries += 1
+                attempt += 1
+                self.clock.sleep(delay)
+
+
+def _retry_after(exc):
+    headers = getattr(exc, 'headers', None) or {}
+    try:
+        return float(headers.get('retry-after') or headers.get('Retry-After') or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def new_retry_token():
+    return uuid.uuid4().hex[:30]
+
+
+class OCISession(object):
+    """Clients for one set of auth options, and retried calls through them."""
+
+    def __init__(self, params):
+        self.params = params
+        self._config = None
+        self._clients = {}
+        self.retrier = Retrier(attempts=params.get('api_retries') or 8,
+                               max_seconds=params.get('api_retry_max_seconds') or 600)
+
+    @property
+    def config(self):
+        if self._config is None:
+            self._config = build_config(self.params)
+        return self._config[0]
+
+    def client(self, client_cls):
+        if client_cls not in self._clients:
+            self.config  # pylint: disable=pointless-statement
+            self._clients[client_cls] = create_client(client_cls, self.params, self._config)
+        return self._clients[client_cls]
+
+    @property
+    def compute(self):
+        return self.client(oci.core.ComputeClient)
+
+    @property
+    def compute_management(self):
+        return self.client(oci.core.ComputeManagementClient)
+
+    @property
+    def network(self):
+        return self.client(oci.core.VirtualNetworkClient)
+
+    @property
+    def blockstorage(self):
+        return self.client(oci.core.BlockstorageClient)
+
+    @property
+    def identity(self):
+        return self.client(oci.identity.IdentityClient)
+
+    @property
+    def work_requests(self):
+        return self.client(oci.work_requests.WorkRequestClient)
+
+    def call(self, fn, *args, **kwargs):
+        """One API call, retried; returns response.data."""
+        return self.retrier.call(fn, *args, **kwargs).data
+
+    def call_response(self, fn, *args, **kwargs):
+        return self.retrier.call(fn, *args, **kwargs)
+
+    def create(self, fn, *args, **kwargs):
+        """A create call: one opc-retry-token for all its attempts. Returns the response."""
+        kwargs.setdefault('opc_retry_token', new_retry_token())
+        return self.retrier.call(fn, *args, **kwargs)
+
+    def get_or_none(self, fn, *args, **kwargs):
+        """GET that maps 404 to None."""
+        try:
+            return self.call(fn, *args, **kwargs)
+        except ServiceError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list_all(self, fn, *args, **kwargs):
+        """Every item of a paginated list; each page is retried on its own."""
+        items = []
+        page = None
+        while True:
+            if page:
+                kwargs['page'] = page
+            response = self.retrier.call(fn, *args, **kwargs)
+            data = response.data
+            items.extend(data.items if hasattr(data, 'items') and not isinstance(data, list) else data)
+            page = response.headers.get('opc-next-page')
+            if not page:
+                return items
+
+
+def to_dict(model):
+    if model is None:
+        return None
+    return oci.util.to_dict(model)
+
+
+def service_error_details(exc):
+    """Fields of a ServiceError worth returning to the user."""
+    return dict(status=exc.status, code=exc.code,
+                opc_request_id=(exc.headers or {}).get('opc-request-id'),
+                operation=getattr(exc, 'operation_name', None))
