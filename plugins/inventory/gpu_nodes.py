@@ -1,0 +1,440 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: gpu_nodes
+short_description: GPU nodes and bastions of OCI GPU clusters
+description:
+  - Finds the GPU nodes of one cluster (freeform tag C(ocigpu-cluster)) or of every cluster in a
+    tenancy, with their bastions, and groups them for the roles of this collection.
+  - Discovery is done in bulk and in parallel. Per compartment it lists instances and VNIC
+    attachments once (not once per instance); private IPs are listed once per subnet; cluster
+    networks, instance pools and compute clusters are listed once per compartment. The number of
+    API calls grows with compartments, subnets and clusters, not with instances.
+  - Hosts are reached on their private IP (V(ansible_host)), through an SSH ProxyJump via their
+    cluster's bastion, so C(ansible all -m ping) works from a laptop.
+  - An API failure is an error (O(strict=true), the default). With O(strict=false) the inventory is
+    still built, with a loud warning that counts and lists the failed calls, and the variable
+    C(ocigpu_inventory_errors) on the group C(all) holds them. Hosts are never dropped silently.
+  - The configuration file name must end in C(gpu_nodes.yml) or C(gpu_nodes.yaml).
+author: ocigpu.cluster contributors
+version_added: 0.1.0
+extends_documentation_fragment:
+  - ocigpu.cluster.oci
+  - constructed
+  - inventory_cache
+options:
+  plugin:
+    description: Marks this file as a configuration of this plugin.
+    type: str
+    required: true
+    choices: [ocigpu.cluster.gpu_nodes]
+  config_file:
+    env:
+      - name: OCI_CONFIG_FILE
+  config_profile:
+    env:
+      - name: OCI_CONFIG_PROFILE
+  auth_type:
+    env:
+      - name: OCI_ANSIBLE_AUTH_TYPE
+  region:
+    env:
+      - name: OCI_REGION
+  service_endpoint:
+    env:
+      - name: OCIGPU_SERVICE_ENDPOINT
+  regions:
+    description:
+      - Regions to search. Defaults to O(region), or the region of the OCI config profile.
+    type: list
+    elements: str
+    default: []
+  compartments:
+    description:
+      - Compartments to search, each either an OCID or a mapping with C(id) and C(subtree).
+      - With C(subtree=true) (the default) every ACTIVE compartment below it is searched too; the
+        subtree comes from one listing of the tenancy's compartments.
+      - Defaults to the whole tenancy (the root compartment and its subtree).
+    type: list
+    elements: raw
+    default: []
+  cluster:
+    description:
+      - Name of one cluster, the value of the freeform tag C(ocigpu-cluster) on its resources.
+      - When unset, every cluster is included, and GPU instances without the tag too (they join no
+        C(cluster_*) group and get no ProxyJump).
+    type: str
+  shapes:
+    description:
+      - Shapes of the nodes to include.
+      - Defaults to every GPU shape (the collection's shape table, and any shape named C(*.GPU*)).
+      - Bastions are included independently of this list, see O(include_bastions).
+    type: list
+    elements: str
+    default: []
+  include_bastions:
+    description:
+      - Include each cluster's bastion, the instance tagged with the cluster and named
+        C(<cluster>-bastion) (or tagged C(ocigpu-role=bastion)), whatever its shape.
+    type: bool
+    default: true
+  lifecycle_states:
+    description: Instance lifecycle states to include.
+    type: list
+    elements: str
+    default: [RUNNING]
+  hostnames:
+    description:
+      - Ordered preferences for the inventory hostname; the first one that gives a value not used
+        by another host wins.
+      - V(display_name), V(hostname_label) (DNS label of the primary VNIC), V(private_ip),
+        V(public_ip), V(id), or C(tag:<key>) for a freeform tag.
+      - V(id) is always tried last, so every instance gets a name.
+    type: list
+    elements: str
+    default: [display_name, hostname_label, private_ip, id]
+  ansible_user_by_os:
+    description:
+      - Login user per image operating system (as OCI names it in the image record).
+      - Hosts whose image is unknown or not in this map get O(default_ansible_user).
+    type: dict
+    default:
+      Oracle Linux: opc
+      Canonical Ubuntu: ubuntu
+      CentOS: opc
+      Oracle Autonomous Linux: opc
+  default_ansible_user:
+    description: Login user when the image's operating system is unknown.
+    type: str
+    default: opc
+  proxy_jump:
+    description:
+      - Set C(ansible_ssh_common_args) on every node to jump through its cluster's bastion
+        (C(-o ProxyJump=<user>@<bastion public IP>)). The bastion itself is reached on its public IP.
+      - A node whose cluster has no bastion with a public IP gets no ProxyJump.
+    type: bool
+    default: true
+  slurm_controller:
+    description:
+      - Which host of each cluster joins the group C(slurm_controller). V(bastion) means the cluster's
+        bastion; any other value is the display name of the instance to use.
+    type: str
+    default: bastion
+  max_workers:
+    description: Number of API calls in flight at once.
+    type: int
+    default: 16
+  strict:
+    description:
+      - If V(true), an API failure (after retries) or a bad template in O(compose), O(groups) or
+        O(keyed_groups) makes the inventory fail.
+      - If V(false), failed API calls are reported as a warning with their count and scope, stored in
+        C(ocigpu_inventory_errors) on the group C(all), and the result is not cached.
+    type: bool
+    default: true
+notes:
+  - Host variables C(oci_*) hold what the API says about the instance; C(ocigpu_*) hold what this
+    collection derives from it (role, cluster, shape-table facts, RDMA index).
+  - The RDMA index C(ocigpu_rdma_index) is the last octet of the primary private IP, the C(y) of
+    the address C(192.168.x.y) that interface C(x) gets in the RDMA network (OCI's GPU cluster tutorial).
+  - Strings that come from the API are marked unsafe, so a display name or tag cannot inject a template.
+seealso:
+  - name: Inventory plugin guide
+    description: Examples for one cluster and for a whole tenancy, and benchmark figures.
+    link: https://github.com/ocigpu/cluster/blob/main/docs/inventory.md
+"""
+
+EXAMPLES = r"""
+# inventory/gpu_nodes.yml: one cluster
+plugin: ocigpu.cluster.gpu_nodes
+compartments:
+  - ocid1.compartment.oc1..aaaaexample
+cluster: train01
+
+# tenancy.gpu_nodes.yml: every cluster in two regions, cached for 10 minutes
+plugin: ocigpu.cluster.gpu_nodes
+regions: [ap-tokyo-1, us-ashburn-1]
+hostnames: [hostname_label, display_name]
+cache: true
+cache_plugin: ansible.builtin.jsonfile
+cache_connection: ~/.cache/ocigpu-inventory
+cache_timeout: 600
+keyed_groups:
+  - key: oci_freeform_tags.team | default('none')
+    prefix: team
+compose:
+  gpu_memory_total_gb: ocigpu_shape_facts.gpu_memory_gb * ocigpu_gpu_count
+"""
+
+import re
+import threading
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+from ansible.utils.display import Display
+
+try:
+    from ansible.utils.unsafe_proxy import wrap_var as _make_unsafe
+except ImportError:  # pragma: no cover - a future ansible-core without the old helper
+    def _make_unsafe(value):
+        return value
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _inventory
+from ansible_collections.ocigpu.cluster.plugins.module_utils._shapes import SHAPES, get_shape, is_gpu_shape
+
+try:
+    import oci
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import (
+        OCIConfigError, Retrier, build_config, create_client)
+    HAS_OCI = True
+except ImportError:
+    HAS_OCI = False
+
+display = Display()
+
+_HOSTNAME_KEYS = ('display_name', 'hostname_label', 'private_ip', 'public_ip', 'id')
+_UNSAFE_GROUP_CHARS = re.compile(r'[^A-Za-z0-9_]')
+
+
+def safe_group(*parts):
+    """Group name from parts: lower case, anything but [a-z0-9_] becomes '_'."""
+    return _UNSAFE_GROUP_CHARS.sub('_', '_'.join(str(p) for p in parts if p)).lower()
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
+
+    NAME = 'ocigpu.cluster.gpu_nodes'
+
+    def verify_file(self, path):
+        if super().verify_file(path):
+            return path.endswith(('gpu_nodes.yml', 'gpu_nodes.yaml'))
+        return False
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path)
+        if not HAS_OCI:
+            raise AnsibleError('the ocigpu.cluster.gpu_nodes inventory needs the oci Python SDK (pip install oci)')
+        self._read_config_data(path)
+
+        cache_key = self.get_cache_key(path)
+        use_cache = self.get_option('cache') and cache
+        update_cache = self.get_option('cache') and not cache
+        result = None
+        if use_cache:
+            try:
+                result = self._cache[cache_key]
+            except KeyError:
+                update_cache = True
+        if result is None:
+            result = self.discover()
+            if result['errors']:
+                update_cache = False  # an incomplete answer is never cached
+        if update_cache:
+            self._cache[cache_key] = result
+        self.populate(result)
+
+    # -- discovery -------------------------------------------------------------------------------
+
+    def _auth_params(self):
+        return dict((name, self.get_option(name)) for name in (
+            'config_file', 'config_profile', 'auth_type', 'region', 'service_endpoint',
+            'api_retries', 'api_retry_max_seconds'))
+
+    def discover(self):
+        """Ask the API; returns the JSON-serialisable result that is cached and populated."""
+        params = self._auth_params()
+        try:
+            config, signer = build_config(params)
+        except OCIConfigError as exc:
+            raise AnsibleError('ocigpu.cluster.gpu_nodes: %s' % to_native(exc))
+        tenancy = config.get('tenancy') or getattr(signer, 'tenancy_id', None)
+        if not tenancy:
+            raise AnsibleError('ocigpu.cluster.gpu_nodes: cannot tell the tenancy OCID from the auth options')
+        regions = self.get_option('regions') or [config['region']]
+
+        per_region = {}
+        local = threading.local()
+        lock = threading.Lock()
+
+        def client_for(client_cls, region):
+            # One client per thread, region and class: the SDK's HTTP session is not shared.
+            clients = getattr(local, 'clients', None)
+            if clients is None:
+                clients = local.clients = {}
+            key = (client_cls, region)
+            if key not in clients:
+                with lock:
+                    if region not in per_region:
+                        region_config = dict(config, region=region)
+                        per_region[region] = (region_config, signer)
+                clients[key] = create_client(client_cls, dict(params, region=region), per_region[region])
+            return clients[key]
+
+        retrier = Retrier(attempts=params['api_retries'] or 8, max_seconds=params['api_retry_max_seconds'] or 600)
+        discovery = _inventory.Discovery(
+            client_for, retrier, tenancy, regions,
+            compartments=self._compartments(tenancy),
+            cluster=self.get_option('cluster'),
+            shapes=self.get_option('shapes'),
+            is_gpu_shape=is_gpu_shape,
+            include_bastions=self.get_option('include_bastions'),
+            lifecycle_states=self.get_option('lifecycle_states'),
+            max_workers=self.get_option('max_workers'),
+        )
+        result = discovery.run()
+        display.vvv('ocigpu.cluster.gpu_nodes: %d hosts, %d API requests, %d retries, %.2f s'
+                    % (len(result['hosts']), result['calls'], retrier.retries, result['seconds']))
+        self._report_errors(result['errors'])
+        return result
+
+    def _compartments(self, tenancy):
+        out = []
+        for item in self.get_option('compartments') or [dict(id=tenancy)]:
+            if isinstance(item, str):
+                item = dict(id=item)
+            if not isinstance(item, dict) or not isinstance(item.get('id'), str):
+                raise AnsibleError('ocigpu.cluster.gpu_nodes: compartments: each item is an OCID or '
+                                   'a mapping with id (and optional subtree), not %r' % (item,))
+            unknown = set(item) - set(('id', 'subtree'))
+            if unknown:
+                raise AnsibleError('ocigpu.cluster.gpu_nodes: compartments: unknown keys %s' % ', '.join(sorted(unknown)))
+            out.append(dict(id=item['id'], subtree=bool(item.get('subtree', True))))
+        return out
+
+    def _report_errors(self, errors):
+        if not errors:
+            return
+        lines = [_inventory.format_error(e) for e in errors]
+        shown = '\n  '.join(lines[:20]) + ('\n  ... and %d more' % (len(lines) - 20) if len(lines) > 20 else '')
+        if self.get_option('strict'):
+            raise AnsibleError('ocigpu.cluster.gpu_nodes: %d API call(s) failed after retries; refusing to '
+                               'return an incomplete inventory (set strict: false to accept it):\n  %s'
+                               % (len(errors), shown))
+        display.warning('ocigpu.cluster.gpu_nodes: INCOMPLETE INVENTORY: %d API call(s) failed after retries; '
+                        'hosts in the scopes below are missing or lack details:\n  %s' % (len(errors), shown))
+
+    # -- inventory -------------------------------------------------------------------------------
+
+    def _hostname(self, host, taken):
+        prefs = list(self.get_option('hostnames')) + ['id']
+        for pref in prefs:
+            if pref.startswith('tag:'):
+                value = host['freeform_tags'].get(pref[4:])
+            elif pref in _HOSTNAME_KEYS:
+                value = host.get(pref)
+            else:
+                raise AnsibleError('ocigpu.cluster.gpu_nodes: hostnames: unknown preference %r (use %s or tag:<key>)'
+                                   % (pref, ', '.join(_HOSTNAME_KEYS)))
+            if value and value not in taken:
+                return str(value)
+        raise AnsibleError('ocigpu.cluster.gpu_nodes: two instances share the OCID %s' % host['id'])
+
+    def _user(self, host):
+        users = self.get_option('ansible_user_by_os') or {}
+        os_name = (host.get('image') or {}).get('operating_system')
+        return users.get(os_name) or self.get_option('default_ansible_user')
+
+    def populate(self, result):
+        strict = self.get_option('strict')
+        hosts = result['hosts']
+        names = {}
+        taken = set()
+        for host in hosts:
+            name = self._hostname(host, taken)
+            taken.add(name)
+            names[host['id']] = name
+
+        bastions = {}
+        controllers = {}
+        wanted_controller = self.get_option('slurm_controller')
+        for host in hosts:
+            if host['role'] == _inventory.ROLE_BASTION and host['cluster']:
+                bastions.setdefault(host['cluster'], host)
+            if host['cluster'] and (
+                    (wanted_controller == 'bastion' and host['role'] == _inventory.ROLE_BASTION)
+                    or host['display_name'] == wanted_controller):
+                controllers.setdefault(host['cluster'], host)
+
+        for group in ('bastion', 'gpu_nodes', 'slurm_controller'):
+            self.inventory.add_group(group)
+        if result['errors']:
+            self.inventory.set_variable('all', 'ocigpu_inventory_errors', _make_unsafe(result['errors']))
+
+        for host in hosts:
+            name = names[host['id']]
+            self.inventory.add_host(name)
+            hostvars = self._hostvars(host, bastions.get(host['cluster']))
+            for key, value in hostvars.items():
+                self.inventory.set_variable(name, key, value)
+            for group in self._groups(host, controllers):
+                self.inventory.add_group(group)
+                self.inventory.add_child(group, name)
+            self._set_composite_vars(self.get_option('compose'), hostvars, name, strict=strict)
+            self._add_host_to_composed_groups(self.get_option('groups'), hostvars, name, strict=strict)
+            self._add_host_to_keyed_groups(self.get_option('keyed_groups'), hostvars, name, strict=strict)
+
+    def _groups(self, host, controllers):
+        groups = ['bastion' if host['role'] == _inventory.ROLE_BASTION else 'gpu_nodes']
+        if host['cluster']:
+            groups.append(safe_group('cluster', host['cluster']))
+            if controllers.get(host['cluster']) is host:
+                groups.append('slurm_controller')
+        for kind in ('cluster_network', 'instance_pool', 'compute_cluster'):
+            if host.get(kind):
+                groups.append(safe_group(kind, host[kind]['name'] or host[kind]['id']))
+        groups.append(safe_group('shape', host['shape']))
+        if host['availability_domain']:
+            groups.append(safe_group('ad', host['availability_domain']))
+            if host['fault_domain']:
+                groups.append(safe_group('fd', host['availability_domain'], host['fault_domain']))
+        return groups
+
+    def _hostvars(self, host, bastion):
+        public = host['role'] == _inventory.ROLE_BASTION
+        hv = dict(
+            ansible_host=(host['public_ip'] or host['private_ip']) if public else host['private_ip'],
+            ansible_user=self._user(host),
+            oci_instance_id=host['id'],
+            oci_display_name=host['display_name'],
+            oci_region=host['region'],
+            oci_compartment_id=host['compartment_id'],
+            oci_compartment_name=host['compartment_name'],
+            oci_availability_domain=host['availability_domain'],
+            oci_fault_domain=host['fault_domain'],
+            oci_shape=host['shape'],
+            oci_lifecycle_state=host['lifecycle_state'],
+            oci_image_id=host['image_id'],
+            oci_image=host['image'],
+            oci_private_ip=host['private_ip'],
+            oci_public_ip=host['public_ip'],
+            oci_hostname_label=host['hostname_label'],
+            oci_vnic_id=host['vnic_id'],
+            oci_subnet_id=host['subnet_id'],
+            oci_vcn_id=host['vcn_id'],
+            oci_freeform_tags=host['freeform_tags'],
+            oci_defined_tags=host['defined_tags'],
+            oci_time_created=host['time_created'],
+            oci_cluster_network_id=(host['cluster_network'] or {}).get('id'),
+            oci_cluster_network_name=(host['cluster_network'] or {}).get('name'),
+            oci_instance_pool_id=(host['instance_pool'] or {}).get('id'),
+            oci_instance_pool_name=(host['instance_pool'] or {}).get('name'),
+            oci_compute_cluster_id=(host['compute_cluster'] or {}).get('id'),
+            oci_compute_cluster_name=(host['compute_cluster'] or {}).get('name'),
+            ocigpu_role=host['role'],
+            ocigpu_cluster=host['cluster'],
+        )
+        if host['shape'] in SHAPES:
+            facts = get_shape(host['shape'])
+            hv.update(ocigpu_shape_facts=facts, ocigpu_gpu_count=facts['gpu_count'],
+                      ocigpu_nvme_count=facts['nvme_count'], ocigpu_rdma_interfaces=facts['rdma_interfaces'])
+        if host['role'] == _inventory.ROLE_GPU and host['private_ip']:
+            hv['ocigpu_rdma_index'] = int(host['private_ip'].rsplit('.', 1)[-1])
+        if (self.get_option('proxy_jump') and not public and bastion is not None and bastion['public_ip']):
+            hv['ansible_ssh_common_args'] = '-o ProxyJump=%s@%s' % (self._user(bastion), bastion['public_ip'])
+            hv['ocigpu_bastion'] = bastion['public_ip']
+        return _make_unsafe(hv)
