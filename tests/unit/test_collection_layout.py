@@ -1,0 +1,84 @@
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Keep the collection's parts in step: roles and their argument specs, docs pages, action groups."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "tasks").is_dir()) if (ROOT / "roles").is_dir() else []
+MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if not p.name.startswith("_"))
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_role_argument_specs_match_defaults(role):
+    """Every default is declared in meta/argument_specs.yml and every declared option has a default
+    or is required (dev-sec's specs drifted from their defaults; this keeps ours honest)."""
+    role_dir = ROOT / "roles" / role
+    specs = _load(role_dir / "meta" / "argument_specs.yml")["argument_specs"]
+    options = specs["main"].get("options", {})
+    defaults_file = role_dir / "defaults" / "main.yml"
+    defaults = _load(defaults_file) if defaults_file.exists() else {}
+
+    undeclared = sorted(set(defaults) - set(options))
+    assert not undeclared, f"{role}: defaults not in argument_specs: {undeclared}"
+    missing = sorted(k for k, v in options.items() if k not in defaults and not v.get("required", False))
+    assert not missing, f"{role}: options with neither a default nor required: true: {missing}"
+    for name in options:
+        assert name.startswith(f"{role}_"), f"{role}: option {name} is not prefixed with the role name"
+    for name, spec in options.items():
+        if spec.get("type") == "list":
+            assert "elements" in spec, f"{role}: list option {name} has no elements"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_role_has_docs_page(role):
+    page = ROOT / "docs" / "roles" / f"{role}.md"
+    assert page.is_file(), f"docs/roles/{role}.md is missing"
+    text = page.read_text(encoding="utf-8")
+    options = _load(ROOT / "roles" / role / "meta" / "argument_specs.yml")["argument_specs"]["main"].get("options", {})
+    undocumented = sorted(name for name in options if name not in text)
+    assert not undocumented, f"docs/roles/{role}.md does not mention: {undocumented}"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_module_has_docs_page(module):
+    assert (ROOT / "docs" / "modules" / f"{module}.md").is_file(), f"docs/modules/{module}.md is missing"
+
+
+def test_oci_modules_are_in_the_action_group():
+    """Modules that talk to the OCI API belong to group/ocigpu.cluster.oci, so module_defaults sets
+    auth once; modules that do not (node_facts) stay out of it."""
+    group = set(_load(ROOT / "meta" / "runtime.yml")["action_groups"]["oci"])
+    api_modules = {m for m in MODULES if "module_utils._oci import" in (ROOT / "plugins" / "modules" / f"{m}.py").read_text(encoding="utf-8")}
+    assert api_modules <= group, f"missing from action_groups.oci: {sorted(api_modules - group)}"
+    assert group <= set(MODULES), f"action_groups.oci lists modules that do not exist: {sorted(group - set(MODULES))}"
+
+
+def test_docs_links_resolve():
+    broken = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_every_docs_page_is_reachable_from_the_index():
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    linked = {(ROOT / "docs" / t).resolve() for t in re.findall(r"\]\(([^)#\s]+)", index) if "://" not in t}
+    pages = {p.resolve() for p in (ROOT / "docs").rglob("*.md") if p.name != "index.md"}
+    orphans = sorted(str(p.relative_to(ROOT)) for p in pages - linked)
+    assert not orphans, f"pages not linked from docs/index.md: {orphans}"
