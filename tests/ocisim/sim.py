@@ -1,0 +1,305 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The simulator: state, authentication, faults and the HTTP server wired together."""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+import threading
+
+from . import admin, auth, compute, identity, imds, management, network, seed, workrequests
+from .catalog import IMAGES, ad_count, services
+from .core import DEFAULT_DURATIONS, Clock, OciError, OcidFactory, Store, not_found, public, rfc3339
+from .faults import Calls, Faults
+from .web import Context, DropConnection, Router, Server
+
+LOG = logging.getLogger("ocisim")
+DEFAULT_REGION = "ap-tokyo-1"
+
+
+class StateView:
+    """Read access to stored resources for assertions: sim.state.instances[ocid] (API field names,
+    private '_' keys included), sim.state.find('instances', displayName='x')."""
+
+    def __init__(self, sim):
+        self._sim = sim
+
+    def __getattr__(self, kind):
+        store = self._sim.store
+        if kind.startswith("_") or not hasattr(store, kind):
+            raise AttributeError(kind)
+        store.tick()
+        return getattr(store, kind)
+
+    def find(self, kind, **fields):
+        with self._sim.store.lock:
+            return [public(r) for r in getattr(self, kind).values()
+                    if all(r.get(k) == v for k, v in fields.items())]
+
+    def get(self, ocid):
+        """The API view of any stored resource by OCID (None if unknown)."""
+        store = self._sim.store
+        store.tick()
+        with store.lock:
+            for kind in ("instances", "vnics", "vnic_attachments", "private_ips", "subnets", "vcns",
+                         "cluster_networks", "instance_pools", "instance_configurations", "compute_clusters",
+                         "work_requests", "compartments", "internet_gateways", "nat_gateways", "service_gateways",
+                         "route_tables", "security_lists", "images"):
+                res = getattr(store, kind).get(ocid)
+                if res is not None:
+                    return public(res)
+        return None
+
+
+class Simulator:
+    """A stateful OCI API on 127.0.0.1.
+
+    manual_clock=True (pytest): simulated time only moves with clock.advance(); False (process
+    mode): real time."""
+
+    def __init__(self, region=DEFAULT_REGION, manual_clock=True, durations=None, seed=None, verbose=False,
+                 availability_domains=None):
+        self.region = region
+        self.verbose = verbose
+        self.clock = Clock(manual=manual_clock)
+        self.clock.add_listener(self._on_advance)
+        self._seed = seed
+        self._ad_count = availability_domains or ad_count(region)
+        self.router = Router()
+        for module in (network, compute, management, identity, workrequests):
+            module.register(self.router)
+        self.faults = Faults()
+        self.calls = Calls()
+        self.keys = auth.KeyRing()
+        self.key = auth.generate_key()
+        self._base_durations = dict(DEFAULT_DURATIONS, **(durations or {}))
+        self.capacity = compute.Capacity(self)
+        self.state = StateView(self)
+        self.hooks = []
+        self.server = None
+        self._thread = None
+        self.config_file = None
+        self.profile = "DEFAULT"
+        self.default_image = "Oracle-Linux-9.6-2025.10.23-0"
+        self.default_gpu_image = "Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0"
+        self.subscribed_regions = [region]
+        self.reset()
+
+    # ------------------------------------------------------------ lifecycle of the simulator
+    def reset(self):
+        """Fresh state: a tenancy with a user (the generated key), a ready compartment, catalogue."""
+        self.ocids = OcidFactory(self.region, self._seed)
+        self.store = Store(self.clock, self.ocids)
+        if self.clock.manual:
+            self.clock.reset()
+        self.durations = dict(self._base_durations)
+        self.faults.clear()
+        self.calls.reset()
+        self.keys.clear()
+        self.hooks = []
+        self.captured = collections.deque(maxlen=20)
+        self.subscribed_regions = [self.region]
+        prefix = "".join(c for c in self.ocids.unique()[8:12]).capitalize()
+        self.availability_domains = {
+            "{0}:{1}-AD-{2}".format(prefix, self.region.upper(), n + 1): self.ocids.new("availabilitydomain")
+            for n in range(self._ad_count)}
+        self.capacity.reset()
+        self.services_by_id = {}
+        for item in services(self.region):
+            sid = self.ocids.new("service")
+            self.services_by_id[sid] = dict(item, id=sid)
+        for name, os_name, version, gpu, created, size in IMAGES:
+            image_id = self.ocids.new("image")
+            self.store.images[image_id] = {
+                "id": image_id, "compartmentId": None, "displayName": name, "operatingSystem": os_name,
+                "operatingSystemVersion": version, "lifecycleState": "AVAILABLE", "timeCreated": created,
+                "createImageAllowed": True, "baseImageId": None, "launchMode": "NATIVE",
+                "sizeInMBs": size, "billableSizeInGBs": None, "listingType": None,
+                "agentFeatures": {"isMonitoringSupported": True, "isManagementSupported": True},
+                "launchOptions": {"bootVolumeType": "PARAVIRTUALIZED", "firmware": "UEFI_64", "networkType": "VFIO",
+                                  "remoteDataVolumeType": "PARAVIRTUALIZED", "isPvEncryptionInTransitEnabled": False,
+                                  "isConsistentVolumeNamingEnabled": True},
+                "freeformTags": {}, "definedTags": {}, "_tenancy": None, "_gpu": gpu,
+            }
+        tenancy = self.add_tenancy("ocigpu-test-tenancy", key=self.key, tenancy_id=getattr(self, "tenancy_id", None),
+                                   user_id=getattr(self, "user_id", None))
+        self.tenancy_id = tenancy["tenancy_id"]
+        self.user_id = tenancy["user_id"]
+        self.compartment_id = self.add_compartment("ocigpu-test", self.tenancy_id,
+                                                   description="Compartment for tests")["id"]
+
+    def add_tenancy(self, name, key=None, tenancy_id=None, user_id=None):
+        """Register a tenancy (root compartment) with one user and API key.  Returns a dict with
+        tenancy_id, user_id, key (private key object) and key_id."""
+        store = self.store
+        key = key or auth.generate_key()
+        tenancy_id = tenancy_id or self.ocids.new("tenancy")
+        user_id = user_id or self.ocids.new("user")
+        now = rfc3339(store.now())
+        store.tenancies[tenancy_id] = {"id": tenancy_id, "name": name, "description": name, "homeRegionKey": None,
+                                       "upiIdcsCompatibilityLayerEndpoint": None, "freeformTags": {},
+                                       "definedTags": {}, "_tenancy": tenancy_id}
+        store.compartments[tenancy_id] = {"id": tenancy_id, "compartmentId": tenancy_id, "name": name,
+                                          "description": name, "timeCreated": now, "lifecycleState": "ACTIVE",
+                                          "inactiveStatus": None, "isAccessible": True, "freeformTags": {},
+                                          "definedTags": {}, "_tenancy": tenancy_id, "_root": True}
+        store.users[user_id] = {"id": user_id, "name": "ocigpu-test-user", "_tenancy": tenancy_id}
+        key_id = self.keys.register(tenancy_id, user_id, key)
+        return {"tenancy_id": tenancy_id, "user_id": user_id, "key": key, "key_id": key_id}
+
+    def add_compartment(self, name, parent_id=None, description=None, accessible=True, freeform_tags=None,
+                        defined_tags=None, tenancy=None, state="ACTIVE"):
+        store = self.store
+        with store.lock:
+            parent_id = parent_id or self.tenancy_id
+            parent = store.compartments[parent_id]
+            comp_id = self.ocids.new("compartment")
+            store.compartments[comp_id] = {
+                "id": comp_id, "compartmentId": parent_id, "name": name, "description": description or name,
+                "timeCreated": rfc3339(store.now()), "lifecycleState": state, "inactiveStatus": None,
+                "isAccessible": bool(accessible), "freeformTags": dict(freeform_tags or {}),
+                "definedTags": dict(defined_tags or {}), "_tenancy": tenancy or parent["_tenancy"]}
+            return store.compartments[comp_id]
+
+    def set_durations(self, **durations):
+        """Change lifecycle durations (simulated seconds) for this test; keys: see core.DEFAULT_DURATIONS."""
+        unknown = set(durations) - set(self.durations)
+        if unknown:
+            raise KeyError("unknown durations: {0}".format(", ".join(sorted(unknown))))
+        self.durations.update({k: float(v) for k, v in durations.items()})
+
+    def on_instance(self, hook):
+        """Register hook(event, instance, vnics): event is 'launch' when an instance is created
+        (state PROVISIONING, primary VNIC already has its private IP) or 'terminate' when its
+        termination starts.  instance and vnics are API views (dicts with camelCase keys)."""
+        self.hooks.append(hook)
+        return hook
+
+    def call_hook(self, event, instance):
+        if not self.hooks:
+            return
+        store = self.store
+        vnics = [public(store.vnics[store.vnic_attachments[a]["vnicId"]]) for a in instance["_attachments"]
+                 if a in store.vnic_attachments and store.vnic_attachments[a]["vnicId"] in store.vnics]
+        for hook in list(self.hooks):
+            try:
+                hook(event, public(instance), vnics)
+            except Exception:  # pylint: disable=broad-except
+                LOG.exception("instance hook failed for %s %s", event, instance["id"])
+
+    def _on_advance(self):
+        self.store.tick()
+
+    # ------------------------------------------------------------ seeding
+    def seed_instances(self, count, compartments=1, **kwargs):
+        return seed.seed_instances(self, count, compartments, **kwargs)
+
+    def seed_cluster(self, name, size, **kwargs):
+        return seed.seed_cluster(self, name, size, **kwargs)
+
+    def seed_network(self, compartment_id=None, cidr="10.0.0.0/16", **kwargs):
+        """Returns (vcn, subnet) stored dicts."""
+        return seed.seed_network(self, compartment_id or self.compartment_id, cidr, **kwargs)
+
+    # ------------------------------------------------------------ serving
+    @property
+    def port(self):
+        return self.server.server_address[1] if self.server else None
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:{0}".format(self.port) if self.server else None
+
+    def start(self, port=0):
+        if self.server is None:
+            self.server = Server(self, port)
+            self._thread = threading.Thread(target=self.server.serve_forever, name="ocisim", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self):
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def write_config(self, path, profile="DEFAULT"):
+        self.config_file = auth.write_config(path, profile, self.user_id, self.tenancy_id, self.region, self.key)
+        self.profile = profile
+        return self.config_file
+
+    def sdk_config(self):
+        """An in-memory SDK config dict for the default user."""
+        return {"user": self.user_id, "tenancy": self.tenancy_id, "fingerprint": auth.fingerprint(self.key),
+                "region": self.region, "key_content": auth.private_pem(self.key).decode("ascii")}
+
+    def auth_args(self):
+        """Options for the collection's modules and inventory plugin."""
+        return {"config_file": self.config_file, "config_profile": self.profile, "region": self.region,
+                "service_endpoint": self.endpoint}
+
+    def client(self, client_class, **kwargs):
+        """An SDK client (e.g. oci.core.ComputeClient) talking to the simulator."""
+        kwargs.setdefault("service_endpoint", self.endpoint)
+        return client_class(self.sdk_config(), **kwargs)
+
+    # ------------------------------------------------------------ request handling
+    def internal_context(self, tenancy):
+        ctx = Context(self, "POST", "", {}, {}, b"", {})
+        ctx.tenancy = tenancy
+        return ctx
+
+    def dispatch(self, method, path, raw_path, query, headers, body):
+        self.store.tick()
+        if path.startswith("/_imds/"):
+            return imds.handle(self, method, path[len("/_imds"):], headers)
+        if path.startswith("/_admin/") or path == "/_admin":
+            return admin.handle(self, method, path[len("/_admin"):], query, body)
+        route, params = self.router.match(method, path)
+        if route is None:
+            if params:
+                raise OciError(405, "MethodNotAllowed", "{0} is not allowed on {1}".format(method, path))
+            raise not_found("path {0}".format(path))
+        self.calls.record(route.key)
+        for rule in self.faults.pick(route.key):
+            if rule.latency:
+                self.faults.sleep(rule.latency)
+            if rule.drop:
+                raise DropConnection()
+            if rule.status:
+                raise rule.error()
+        tenancy, user = self.keys.verify(method, raw_path, headers, body)
+        self.faults.check_rate(tenancy)
+        ctx = Context(self, method, path, query, headers, body, params)
+        ctx.tenancy = tenancy
+        ctx.user = user
+        token = headers.get("opc-retry-token") if method == "POST" else None
+        if token:
+            key = (tenancy, route.key, path, token)
+            digest = hashlib.sha256(body).hexdigest()
+            with self.store.lock:
+                cached = self.store.retry_tokens.get(key)
+                if cached and cached[0] > self.store.now():
+                    if cached[1] != digest:
+                        raise OciError(409, "Conflict",
+                                       "The retry token was already used for a request with different content.")
+                    return cached[2]
+        with self.store.lock:
+            reply = route.handler(ctx)
+            if token and 200 <= reply.status < 300:
+                self.store.retry_tokens[key] = (self.store.now() + self.durations["retry_token_ttl"], digest, reply)
+        self.captured.append((route.key, reply.status, reply.body))
+        return reply
+
+    def wait_idle(self, limit=3600.0):
+        """Advance the clock until no lifecycle transition is pending (manual clock only)."""
+        waited = 0.0
+        while waited <= limit:
+            step = self.store.next_event_in()
+            if step is None:
+                return waited
+            self.clock.advance(step)
+            waited += step
+        raise TimeoutError("transitions still pending after {0} simulated seconds".format(limit))
+
