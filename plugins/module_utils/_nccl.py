@@ -1,0 +1,573 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""NCCL tests: parse nccl-tests output, gate it, check node health, write the report.
+
+Everything here is plain Python with no Ansible import, so the parser, the gates and the report
+are unit-tested on recorded outputs (tests/unit/data/nccl/). The modules nccl_health and
+nccl_report and the filter nccl_parse are thin wrappers around these functions.
+
+Units: nccl-tests prints sizes in bytes and bandwidths in GB/s (10^9 bytes per second).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+
+# ---------------------------------------------------------------------------------------------
+# Parser
+# ---------------------------------------------------------------------------------------------
+
+_PARAMS_RE = re.compile(
+    r'^#\s*nThread\s+(?P<nthread>\d+)\s+nGpus\s+(?P<ngpus>\d+)\s+minBytes\s+(?P<minbytes>\d+)\s+'
+    r'maxBytes\s+(?P<maxbytes>\d+)\s+step:\s*(?P<step>\d+)\((?P<step_kind>\w+)\)'
+    r'(?:\s+warmup iters:\s*(?P<warmup_iters>\d+))?(?:\s+iters:\s*(?P<iters>\d+))?')
+_RANK_RE = re.compile(
+    r'^#\s*Rank\s+(?P<rank>\d+)\s+Group\s+(?P<group>\d+)\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+'
+    r'device\s+(?P<device>\d+)\s+\[(?P<bus_id>[^\]]+)\]\s*(?P<gpu>.*)$')
+_AVG_RE = re.compile(r'^#\s*Avg bus bandwidth\s*:\s*(?P<value>[-+0-9.eE]+|nan|inf)')
+_OOB_RE = re.compile(r'^#\s*Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<status>\w*)')
+_VERSION_RE = re.compile(r'^#\s*nccl-tests version\s+(?P<version>\S+)(?:.*nccl-library=(?P<nccl>\d+))?')
+_COLLECTIVE_RE = re.compile(r'^#\s*Collective test starting:\s*(?P<name>\S+)')
+# Lines that mean the run broke, from nccl-tests itself, NCCL, CUDA or the MPI launcher.
+_ERROR_RE = re.compile(
+    r'(Test NCCL failure|Test CUDA failure|Test failure|NCCL WARN|Invalid number of GPUs|'
+    r'^#\s*error:|MPI_ABORT|mpirun noticed|srun: error|Segmentation fault|Test timeout|'
+    r'out of memory|Data corruption)', re.IGNORECASE)
+
+SIZE_UNITS = {'': 1, 'B': 1, 'K': 1024, 'M': 1024 ** 2, 'G': 1024 ** 3, 'T': 1024 ** 4}
+
+
+def parse_size(text):
+    """nccl-tests' size syntax (64, 512K, 1G, 10G) in bytes; units are powers of 1024."""
+    m = re.match(r'^\s*(\d+)\s*([KMGTB]?)\s*$', str(text), re.IGNORECASE)
+    if not m:
+        raise ValueError('not an nccl-tests size: %r' % (text,))
+    return int(m.group(1)) * SIZE_UNITS[m.group(2).upper()]
+
+
+def format_size(nbytes):
+    """Bytes as the shortest exact binary unit: 8589934592 -> '8 GiB', 1536 -> '1.5 KiB'."""
+    nbytes = int(nbytes)
+    for unit, factor in (('TiB', 1024 ** 4), ('GiB', 1024 ** 3), ('MiB', 1024 ** 2), ('KiB', 1024)):
+        if nbytes >= factor:
+            value = nbytes / float(factor)
+            return ('%d %s' % (value, unit)) if value == int(value) else ('%.3g %s' % (value, unit))
+    return '%d B' % nbytes
+
+
+def size_args(args):
+    """(min_bytes, max_bytes, factor) named by an all_reduce_perf argument string such as
+    '-b 1G -e 16G -f 2'; None for what the string does not name."""
+    tokens = str(args or '').split()
+    found = {}
+    for i, tok in enumerate(tokens[:-1]):
+        if tok in ('-b', '--minbytes'):
+            found['min'] = parse_size(tokens[i + 1])
+        elif tok in ('-e', '--maxbytes'):
+            found['max'] = parse_size(tokens[i + 1])
+        elif tok in ('-f', '--stepfactor'):
+            found['factor'] = int(tokens[i + 1])
+    return found.get('min'), found.get('max'), found.get('factor')
+
+
+def expected_largest_size(args):
+    """The largest size all_reduce_perf will run for an argument string: it starts at -b and
+    multiplies by -f while the size stays within -e (so '-b 64 -e 10G -f 2' ends at 8 GiB).
+    None when the string names no -e."""
+    low, high, factor = size_args(args)
+    if high is None:
+        return None
+    if low is None or not factor or factor < 2:
+        return high
+    size = low
+    while size * factor <= high:
+        size *= factor
+    return size
+
+
+def _num(token):
+    if token in ('N/A', '-', ''):
+        return None
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _header_columns(line):
+    """Column names of the result header line, or None when the line is not that header."""
+    tokens = line.lstrip('#').split()
+    if len(tokens) >= 9 and tokens[:2] == ['size', 'count'] and 'busbw' in tokens:
+        return tokens
+    return None
+
+
+def parse_output(text):
+    """Parse the stdout of an nccl-tests binary (all_reduce_perf and friends).
+
+    Reads every result row, not only the average: each row gives size, count, type, redop,
+    root and, for the out-of-place and the in-place run, time (us), algbw, busbw (GB/s) and
+    the number of wrong elements (None when validation was off). The column positions come
+    from the header line, so the per-iteration and timestamp columns of newer releases and
+    the layout of older ones (the seeds') all parse.
+    """
+    result = {
+        'collective': None,
+        'version': None,
+        'nccl_version': None,
+        'params': {},
+        'devices': [],
+        'hosts': [],
+        'rows': [],
+        'avg_busbw': None,
+        'out_of_bounds': None,
+        'errors': [],
+    }
+    columns = None
+    for raw in (text or '').splitlines():
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith('#'):
+            cols = _header_columns(stripped)
+            if cols:
+                columns = cols
+                continue
+            m = _PARAMS_RE.match(stripped)
+            if m:
+                result['params'] = dict(
+                    (k, (int(v) if v is not None and v.isdigit() else v)) for k, v in m.groupdict().items())
+                continue
+            m = _RANK_RE.match(stripped)
+            if m:
+                dev = m.groupdict()
+                for key in ('rank', 'group', 'pid', 'device'):
+                    dev[key] = int(dev[key])
+                dev['gpu'] = dev['gpu'].strip()
+                result['devices'].append(dev)
+                if dev['host'] not in result['hosts']:
+                    result['hosts'].append(dev['host'])
+                continue
+            m = _AVG_RE.match(stripped)
+            if m:
+                result['avg_busbw'] = _num(m.group('value'))
+                continue
+            m = _OOB_RE.match(stripped)
+            if m:
+                result['out_of_bounds'] = int(m.group('count'))
+                continue
+            m = _VERSION_RE.match(stripped)
+            if m:
+                result['version'] = m.group('version')
+                result['nccl_version'] = int(m.group('nccl')) if m.group('nccl') else None
+                continue
+            m = _COLLECTIVE_RE.match(stripped)
+            if m:
+                result['collective'] = m.group('name')
+                continue
+            if _ERROR_RE.search(stripped):
+                result['errors'].append(stripped)
+            continue
+        row = _parse_row(stripped, columns)
+        if row is not None:
+            result['rows'].append(row)
+        elif _ERROR_RE.search(stripped):
+            result['errors'].append(stripped)
+    return result
+
+
+def _parse_row(line, columns):
+    tokens = line.split()
+    if columns is None or len(tokens) < 9 or not tokens[0].isdigit() or not tokens[1].isdigit():
+        return None
+    row = {
+        'size': int(tokens[0]),
+        'count': int(tokens[1]),
+        'type': tokens[2],
+        'redop': tokens[3],
+        'root': int(tokens[4]) if re.match(r'^-?\d+$', tokens[4]) else None,
+    }
+    # The first time/algbw/busbw/#wrong group is out-of-place, the second in-place.
+    places = ('out_of_place', 'in_place')
+    seen = {}
+    values = {'out_of_place': {}, 'in_place': {}}
+    names = {'time': 'time_us', 'cputime': 'time_us', 'algbw': 'algbw', 'busbw': 'busbw', '#wrong': 'wrong'}
+    for index, col in enumerate(columns):
+        key = names.get(col)
+        if key is None or index >= len(tokens):
+            continue
+        occurrence = seen.get(key, 0)
+        seen[key] = occurrence + 1
+        if occurrence >= len(places):
+            continue
+        value = _num(tokens[index])
+        values[places[occurrence]][key] = int(value) if (key == 'wrong' and value is not None) else value
+    if values['out_of_place'].get('busbw') is None and values['in_place'].get('busbw') is None:
+        return None
+    row.update(values)
+    return row
+
+
+def row_busbw(row):
+    """The bus bandwidth of one row: the better of out-of-place and in-place, as the seeds read it."""
+    vals = [row[p].get('busbw') for p in ('out_of_place', 'in_place') if row.get(p)]
+    vals = [v for v in vals if v is not None]
+    return max(vals) if vals else None
+
+
+def row_wrong(row):
+    vals = [row[p].get('wrong') for p in ('out_of_place', 'in_place') if row.get(p)]
+    vals = [v for v in vals if v is not None]
+    return sum(vals) if vals else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Gates
+# ---------------------------------------------------------------------------------------------
+
+def gate(parsed, threshold_gbps=None, expected_max_bytes=None, expected_ranks=None, rc=None):
+    """Judge one parsed run. Returns a dict with passed, reasons and the figures behind them.
+
+    The run passes when it printed results, no row has wrong elements, the out-of-bounds count
+    is 0, no error line was printed, the expected number of ranks took part (when given), and
+    the busbw at the largest size reaches threshold_gbps (when a threshold is given).
+    """
+    rows = parsed.get('rows') or []
+    reasons = []
+    largest = max(rows, key=lambda r: r['size']) if rows else None
+    busbw = row_busbw(largest) if largest else None
+    peak = max((row_busbw(r) or 0.0) for r in rows) if rows else None
+    if rc:
+        reasons.append('exit status %s' % rc)
+    if not rows:
+        reasons.append('no result rows in the output (the run did not complete)')
+    wrong_rows = [r for r in rows if (row_wrong(r) or 0) > 0]
+    if wrong_rows:
+        reasons.append('wrong elements at %s' % ', '.join(format_size(r['size']) for r in wrong_rows))
+    if parsed.get('out_of_bounds'):
+        reasons.append('%d out-of-bounds values' % parsed['out_of_bounds'])
+    for err in (parsed.get('errors') or [])[:3]:
+        reasons.append('error: %s' % err)
+    if expected_ranks and parsed.get('devices') and len(parsed['devices']) != int(expected_ranks):
+        reasons.append('%d ranks took part, %d expected' % (len(parsed['devices']), int(expected_ranks)))
+    if largest and expected_max_bytes and largest['size'] < int(expected_max_bytes):
+        reasons.append('largest size %s is below the requested %s' % (
+            format_size(largest['size']), format_size(expected_max_bytes)))
+    if threshold_gbps is not None and busbw is not None and busbw < float(threshold_gbps):
+        reasons.append('busbw %.2f GB/s at %s is below the threshold %.2f GB/s' % (
+            busbw, format_size(largest['size']), float(threshold_gbps)))
+    return {
+        'passed': not reasons,
+        'reasons': reasons,
+        'largest_size': largest['size'] if largest else None,
+        'busbw_gbps': busbw,
+        'peak_busbw_gbps': peak,
+        'avg_busbw_gbps': parsed.get('avg_busbw'),
+        'threshold_gbps': float(threshold_gbps) if threshold_gbps is not None else None,
+        'ranks': len(parsed.get('devices') or []),
+        'hosts': list(parsed.get('hosts') or []),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Node health
+# ---------------------------------------------------------------------------------------------
+
+XID_RE = re.compile(r'NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)')
+
+
+def parse_nvidia_smi(csv_text):
+    """Rows of `nvidia-smi --query-gpu=index,pci.bus_id,name,ecc.errors.uncorrected.volatile.total
+    --format=csv,noheader,nounits` as dicts; ECC 'N/A' or '[N/A]' (ECC off or unsupported) is None."""
+    gpus = []
+    for line in (csv_text or '').splitlines():
+        parts = [p.strip() for p in line.split(',')]
+        if len(parts) < 4 or not parts[0].isdigit():
+            continue
+        ecc = parts[3]
+        gpus.append({
+            'index': int(parts[0]),
+            'bus_id': parts[1],
+            'name': parts[2],
+            'ecc_uncorrected': int(ecc) if ecc.isdigit() else None,
+        })
+    return gpus
+
+
+def find_xids(kernel_log):
+    """XID events (the GPU driver's error reports) found in kernel log text."""
+    return [dict(m.groupdict(), xid=int(m.group('xid')), line=line.strip())
+            for line in (kernel_log or '').splitlines() for m in [XID_RE.search(line)] if m]
+
+
+def read_ib_ports(sysfs_root='/sys/class/infiniband'):
+    """{device: {port: {'state': ..., 'phys_state': ..., 'link_layer': ...}}} read from sysfs."""
+    ports = {}
+    if not os.path.isdir(sysfs_root):
+        return ports
+    for dev in sorted(os.listdir(sysfs_root)):
+        pdir = os.path.join(sysfs_root, dev, 'ports')
+        if not os.path.isdir(pdir):
+            continue
+        for port in sorted(os.listdir(pdir)):
+            entry = {}
+            for name in ('state', 'phys_state', 'link_layer', 'rate'):
+                try:
+                    with open(os.path.join(pdir, port, name)) as handle:
+                        entry[name] = handle.read().strip()
+                except (IOError, OSError):
+                    entry[name] = None
+            ports.setdefault(dev, {})[port] = entry
+    return ports
+
+
+def mount_of(path, mounts_text):
+    """The /proc/mounts entry whose mount point is exactly path, or None."""
+    target = path.rstrip('/') or '/'
+    for line in (mounts_text or '').splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[1] == target:
+            return {'device': fields[0], 'mountpoint': fields[1], 'fstype': fields[2]}
+    return None
+
+
+def evaluate_health(node, gpus=None, expected_gpus=None, xids=None, ib_ports=None,
+                    expected_hcas=None, mounts_text=None, scratch_path=None, xid_log_readable=True):
+    """Health checks of one node. Returns a list of {check, ok, reason}; every failed reason
+    starts with the node name so a reader of the play output knows where to look.
+
+    A check whose expectation is None is not run (not listed); a check that could not read
+    its data is listed with ok None and the reason, never silently passed.
+    """
+    checks = []
+
+    def add(check, ok, reason):
+        checks.append({'check': check, 'ok': ok, 'reason': '%s: %s' % (node, reason)})
+
+    if expected_gpus is not None:
+        if gpus is None:
+            add('gpu_count', False, 'nvidia-smi did not answer (driver not loaded?)')
+        elif len(gpus) != int(expected_gpus):
+            add('gpu_count', False, '%d GPUs visible, the shape has %d' % (len(gpus), int(expected_gpus)))
+        else:
+            add('gpu_count', True, '%d GPUs visible' % len(gpus))
+        if gpus:
+            bad = [g for g in gpus if g.get('ecc_uncorrected')]
+            if bad:
+                add('ecc', False, 'uncorrected ECC errors on ' + ', '.join(
+                    'GPU %d (%s): %d' % (g['index'], g['bus_id'], g['ecc_uncorrected']) for g in bad))
+            else:
+                add('ecc', True, 'no uncorrected ECC errors')
+    if xids is not None:
+        if not xid_log_readable:
+            checks.append({'check': 'xid', 'ok': None,
+                           'reason': '%s: kernel log not readable, XID check not run' % node})
+        elif xids:
+            add('xid', False, 'XID errors in the kernel log: ' + ', '.join(
+                'Xid %d on %s' % (x['xid'], x['pci']) for x in xids[:8]))
+        else:
+            add('xid', True, 'no XID errors in the kernel log')
+    if expected_hcas is not None:
+        ports = ib_ports or {}
+        problems = []
+        for hca in expected_hcas:
+            if hca not in ports:
+                problems.append('%s missing' % hca)
+                continue
+            for port, info in sorted(ports[hca].items()):
+                state = info.get('state') or 'unknown'
+                if 'ACTIVE' not in state.upper():
+                    problems.append('%s port %s is %s' % (hca, port, state))
+        if problems:
+            add('rdma_links', False, 'RDMA links not up: ' + '; '.join(problems))
+        else:
+            add('rdma_links', True, '%d RDMA devices active' % len(expected_hcas))
+    if scratch_path:
+        mount = mount_of(scratch_path, mounts_text)
+        if mount is None:
+            add('nvme_scratch', False, 'NVMe scratch %s is not mounted' % scratch_path)
+        else:
+            add('nvme_scratch', True, '%s mounted from %s (%s)' % (scratch_path, mount['device'], mount['fstype']))
+    return checks
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------
+
+def build_report(runs, title='NCCL validation', meta=None, now=None):
+    """Assemble the report from runs. Each run: name, scope ('node' or 'cluster'), output (the
+    raw stdout), threshold_gbps (optional), expected_max_bytes (or args, the size arguments it
+    is computed from), expected_ranks, rc (the exit status), command, env."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    out_runs = []
+    for run in runs:
+        parsed = parse_output(run.get('output') or '')
+        expected_max = run.get('expected_max_bytes') or expected_largest_size(run.get('args'))
+        verdict = gate(parsed, threshold_gbps=run.get('threshold_gbps'),
+                       expected_max_bytes=expected_max,
+                       expected_ranks=run.get('expected_ranks'), rc=run.get('rc'))
+        out_runs.append({
+            'name': run['name'],
+            'scope': run.get('scope', 'node'),
+            'command': run.get('command'),
+            'env': dict(run.get('env') or {}),
+            'collective': parsed['collective'] or 'all_reduce_perf',
+            'nccl_tests_version': parsed['version'],
+            'nccl_version': parsed['nccl_version'],
+            'params': parsed['params'],
+            'devices': parsed['devices'],
+            'rows': parsed['rows'],
+            'errors': parsed['errors'],
+            'rc': run.get('rc'),
+            'gate': verdict,
+            # The program's own output, so the report can be parsed again or compared later.
+            'output': run.get('output') or '',
+        })
+    return {
+        'title': title,
+        'created': now.strftime('%Y-%m-%dT%H:%M:%SZ'),
+        'meta': dict(meta or {}),
+        'passed': all(r['gate']['passed'] for r in out_runs) and bool(out_runs),
+        'runs': out_runs,
+    }
+
+
+def _fmt(value, spec='%.2f'):
+    return '-' if value is None else spec % value
+
+
+def summary_table(report):
+    """Fixed-width table of every run's verdict: what the play prints when a gate fails."""
+    head = ('run', 'scope', 'ranks', 'size', 'busbw GB/s', 'threshold', 'result')
+    lines = []
+    for run in report['runs']:
+        g = run['gate']
+        lines.append((run['name'], run['scope'], str(g['ranks']),
+                      format_size(g['largest_size']) if g['largest_size'] else '-',
+                      _fmt(g['busbw_gbps']), _fmt(g['threshold_gbps']),
+                      'PASS' if g['passed'] else 'FAIL: ' + '; '.join(g['reasons'])))
+    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
+              for i, h in enumerate(head)]
+    widths[-1] = len(head[-1])
+    fmt = '  '.join('%%-%ds' % w for w in widths)
+    out = [fmt % head, fmt % tuple('-' * w for w in widths)]
+    out.extend(fmt % line for line in lines)
+    return '\n'.join(s.rstrip() for s in out)
+
+
+def render_markdown(report, plot_name=None):
+    md = ['# %s' % report['title'], '',
+          '- Created: %s' % report['created'],
+          '- Result: **%s**' % ('PASS' if report['passed'] else 'FAIL')]
+    for key, value in sorted(report['meta'].items()):
+        md.append('- %s: %s' % (key.replace('_', ' ').capitalize(), value))
+    md += ['', '## Verdict', '',
+           '| run | scope | ranks | largest size | busbw (GB/s) | threshold (GB/s) | peak busbw | result |',
+           '|---|---|---:|---:|---:|---:|---:|---|']
+    for run in report['runs']:
+        g = run['gate']
+        md.append('| %s | %s | %d | %s | %s | %s | %s | %s |' % (
+            run['name'], run['scope'], g['ranks'],
+            format_size(g['largest_size']) if g['largest_size'] else '-',
+            _fmt(g['busbw_gbps']), _fmt(g['threshold_gbps']), _fmt(g['peak_busbw_gbps']),
+            'PASS' if g['passed'] else 'FAIL: ' + '; '.join(g['reasons'])))
+    if plot_name:
+        md += ['', '![busbw against message size](%s)' % plot_name]
+    for run in report['runs']:
+        md += ['', '## %s (%s)' % (run['name'], run['scope']), '']
+        if run.get('command'):
+            md += ['Command: `%s`' % run['command'], '']
+        if run.get('env'):
+            md += ['Environment: ' + ' '.join('`%s=%s`' % kv for kv in sorted(run['env'].items())), '']
+        if run['devices']:
+            gpus = sorted(set(d['gpu'] for d in run['devices']))
+            md += ['GPUs: %d ranks on %s (%s)' % (len(run['devices']), ', '.join(run['gate']['hosts']),
+                                                  ', '.join(gpus)), '']
+        md += ['| size | count | type | out-of-place time (us) | algbw | busbw | in-place time (us) | algbw | busbw | #wrong |',
+               '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|']
+        for row in run['rows']:
+            oop, inp = row.get('out_of_place') or {}, row.get('in_place') or {}
+            md.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                format_size(row['size']), row['count'], row['type'],
+                _fmt(oop.get('time_us'), '%.1f'), _fmt(oop.get('algbw')), _fmt(oop.get('busbw')),
+                _fmt(inp.get('time_us'), '%.1f'), _fmt(inp.get('algbw')), _fmt(inp.get('busbw')),
+                _fmt(row_wrong(row), '%d')))
+        if run['errors']:
+            md += ['', 'Errors:', ''] + ['    ' + e for e in run['errors']]
+    return '\n'.join(md) + '\n'
+
+
+def render_plot(report, path):
+    """PNG of busbw (the better of out-of-place and in-place) against message size, one line per
+    run, with each run's threshold as a dashed line. Needs matplotlib on the controller."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
+    colours = plt.rcParams['axes.prop_cycle'].by_key().get('color', ['C0'])
+    thresholds = {}
+    for i, run in enumerate(report['runs']):
+        pts = [(r['size'], row_busbw(r)) for r in run['rows'] if row_busbw(r) is not None]
+        if not pts:
+            continue
+        colour = colours[i % len(colours)]
+        xs, ys = zip(*pts)
+        ax.plot(xs, ys, '-', marker='o', markersize=3.5, color=colour,
+                linewidth=2.2 if run['scope'] == 'cluster' else 1.4,
+                label='%s (%s, %d ranks): %s GB/s' % (run['name'], run['scope'], run['gate']['ranks'],
+                                                      _fmt(run['gate']['busbw_gbps'])))
+        thr = run['gate']['threshold_gbps']
+        if thr is not None:
+            thresholds.setdefault(thr, colour)
+    for thr in sorted(thresholds):
+        ax.axhline(thr, linestyle='--', color='grey', linewidth=1)
+        ax.annotate('threshold %g GB/s' % thr, xy=(0.01, thr), xycoords=('axes fraction', 'data'),
+                    xytext=(0, 3), textcoords='offset points', fontsize=8, color='dimgrey')
+    ax.set_xscale('log', base=2)
+    ticks = sorted(set(r['size'] for run in report['runs'] for r in run['rows']))
+    if ticks:
+        step = max(1, len(ticks) // 12)
+        shown = ticks[::step]
+        ax.set_xticks(shown)
+        ax.set_xticklabels([format_size(t).replace(' ', '') for t in shown], rotation=45, ha='right')
+    ax.set_xlabel('message size')
+    ax.set_ylabel('bus bandwidth (GB/s)')
+    ax.set_title('%s: %s' % (report['title'], 'PASS' if report['passed'] else 'FAIL'))
+    ax.grid(True, which='major', alpha=0.3)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, loc='upper left')
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write_report(report, dest, plot=True):
+    """Write report.json, report.md and busbw.png into dest. Returns {kind: path} and the reason
+    the plot was not drawn, if it was not."""
+    if not os.path.isdir(dest):
+        os.makedirs(dest)
+    paths = {}
+    plot_error = None
+    plot_name = 'busbw.png'
+    if plot:
+        try:
+            paths['png'] = render_plot(report, os.path.join(dest, plot_name))
+        except ImportError as exc:
+            plot_error = 'matplotlib is not installed on the controller (%s); no plot drawn' % exc
+    paths['json'] = os.path.join(dest, 'report.json')
+    with open(paths['json'], 'w') as handle:
+        json.dump(report, handle, indent=2, sort_keys=True)
+        handle.write('\n')
+    paths['md'] = os.path.join(dest, 'report.md')
+    with open(paths['md'], 'w') as handle:
+        handle.write(render_markdown(report, plot_name if 'png' in paths else None))
+    return paths, plot_error

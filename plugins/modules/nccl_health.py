@@ -1,0 +1,148 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nccl_health
+short_description: Health checks of a GPU node before an NCCL test
+version_added: 0.1.0
+description:
+  - Checks that the node shows the GPUs its shape has, that no GPU reports uncorrected ECC
+    errors, that the kernel log holds no XID (GPU driver error) events, that the RDMA devices
+    the shape uses have their ports up (ACTIVE), and that the NVMe scratch file system is mounted.
+  - Fails when a check fails; the message names the node and every reason.
+  - A check that cannot read its data (for example a kernel log the user may not read) is
+    reported with C(ok=null) and a warning, never passed silently.
+  - Reads only; changes nothing on the node.
+options:
+  node_name:
+    description: Name of the node in messages (the inventory name).
+    type: str
+    required: true
+  expected_gpus:
+    description: GPUs the node must show. Unset to skip the GPU count and ECC checks.
+    type: int
+  check_xid:
+    description: Whether to look for XID events in the kernel log (C(dmesg), then C(journalctl -k)).
+    type: bool
+    default: true
+  expected_hcas:
+    description: RDMA devices (for example C(mlx5_0)) whose ports must be ACTIVE. Unset to skip.
+    type: list
+    elements: str
+  scratch_path:
+    description: Mount point of the NVMe scratch file system. Empty to skip.
+    type: str
+    default: ''
+  sysfs_root:
+    description: Where the RDMA devices are listed.
+    type: path
+    default: /sys/class/infiniband
+  nvidia_smi:
+    description: The nvidia-smi program.
+    type: str
+    default: nvidia-smi
+author:
+  - ocigpu.cluster contributors
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Check the node before the NCCL test
+  ocigpu.cluster.nccl_health:
+    node_name: "{{ inventory_hostname }}"
+    expected_gpus: 8
+    expected_hcas: "{{ ('BM.GPU4.8' | ocigpu.cluster.shape_facts).hcas }}"
+    scratch_path: /mnt/localdisk
+"""
+
+RETURN = r"""
+checks:
+  description: Each check run, with its result and a reason that starts with the node name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    check: {description: gpu_count, ecc, xid, rdma_links or nvme_scratch., type: str}
+    ok: {description: True, false, or null when the check could not read its data., type: bool}
+    reason: {description: What was found., type: str}
+gpus:
+  description: The GPUs nvidia-smi listed (index, bus_id, name, ecc_uncorrected).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import (
+    evaluate_health, find_xids, parse_nvidia_smi, read_ib_ports)
+
+
+def _kernel_log(module):
+    for argv in (['dmesg', '--notime'], ['journalctl', '-k', '-b', '--no-pager', '-q']):
+        path = module.get_bin_path(argv[0], opt_dirs=['/bin', '/usr/bin', '/sbin'])
+        if not path:
+            continue
+        rc, out, err = module.run_command([path] + argv[1:])
+        if rc == 0:
+            return out
+    return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            node_name=dict(type='str', required=True),
+            expected_gpus=dict(type='int'),
+            check_xid=dict(type='bool', default=True),
+            expected_hcas=dict(type='list', elements='str'),
+            scratch_path=dict(type='str', default=''),
+            sysfs_root=dict(type='path', default='/sys/class/infiniband'),
+            nvidia_smi=dict(type='str', default='nvidia-smi'),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    gpus = None
+    if p['expected_gpus'] is not None:
+        smi = module.get_bin_path(p['nvidia_smi']) if '/' not in p['nvidia_smi'] else p['nvidia_smi']
+        if smi:
+            rc, out, err = module.run_command([
+                smi, '--query-gpu=index,pci.bus_id,name,ecc.errors.uncorrected.volatile.total',
+                '--format=csv,noheader,nounits'])
+            if rc == 0:
+                gpus = parse_nvidia_smi(out)
+    xids = None
+    log_readable = True
+    if p['check_xid']:
+        log = _kernel_log(module)
+        log_readable = log is not None
+        xids = find_xids(log) if log_readable else []
+    mounts = ''
+    if p['scratch_path']:
+        with open('/proc/mounts') as handle:
+            mounts = handle.read()
+    checks = evaluate_health(
+        p['node_name'], gpus=gpus, expected_gpus=p['expected_gpus'], xids=xids,
+        ib_ports=read_ib_ports(p['sysfs_root']) if p['expected_hcas'] is not None else None,
+        expected_hcas=p['expected_hcas'], mounts_text=mounts, scratch_path=p['scratch_path'],
+        xid_log_readable=log_readable)
+    for check in checks:
+        if check['ok'] is None:
+            module.warn(check['reason'])
+    failed = [c['reason'] for c in checks if c['ok'] is False]
+    if failed:
+        module.fail_json(msg='health check failed on ' + '; '.join(failed), checks=checks, gpus=gpus or [])
+    module.exit_json(changed=False, checks=checks, gpus=gpus or [])
+
+
+if __name__ == '__main__':
+    main()
