@@ -172,6 +172,7 @@ compose:
 
 import re
 import threading
+import time
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_native
@@ -217,6 +218,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path)
+        started = time.monotonic()
         if not HAS_OCI:
             raise AnsibleError('the ocigpu.cluster.gpu_nodes inventory needs the oci Python SDK (pip install oci)')
         self._read_config_data(path)
@@ -225,18 +227,22 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         use_cache = self.get_option('cache') and cache
         update_cache = self.get_option('cache') and not cache
         result = None
+        source = 'cache'
         if use_cache:
             try:
                 result = self._cache[cache_key]
             except KeyError:
                 update_cache = True
         if result is None:
+            source = 'API'
             result = self.discover()
             if result['errors']:
                 update_cache = False  # an incomplete answer is never cached
         if update_cache:
             self._cache[cache_key] = result
         self.populate(result)
+        display.vvv('ocigpu.cluster.gpu_nodes: %d hosts from the %s in %.3f s'
+                    % (len(result['hosts']), source, time.monotonic() - started))
 
     # -- discovery -------------------------------------------------------------------------------
 

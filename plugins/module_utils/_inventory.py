@@ -160,7 +160,7 @@ class Discovery:
         children = {}
         names = {}
         for comp in tree:
-            children.setdefault(comp.parent_compartment_id, []).append(comp.id)
+            children.setdefault(comp.compartment_id, []).append(comp.id)
             names[comp.id] = comp.name
         for c in self.compartments:
             root = found.get(c['id'])
