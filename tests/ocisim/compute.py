@@ -440,8 +440,10 @@ def delete_compute_cluster(ctx):
 
 
 def list_compute_clusters(ctx):
+    keys = ("availabilityDomain", "compartmentId", "displayName", "id", "lifecycleState", "timeCreated",
+            "definedTags", "freeformTags")
     reply = list_reply(ctx, in_compartment(ctx, "compute_clusters"),
-                       filters=[("availabilityDomain", "availabilityDomain")])
+                       filters=[("availabilityDomain", "availabilityDomain")], view=lambda r: {k: r[k] for k in keys})
     reply.body = {"items": reply.body}
     return reply
 

@@ -60,7 +60,8 @@ def seed_instances(sim, count, compartments=1, shape="VM.Standard.E5.Flex", stat
         else:
             for index, comp_id in enumerate(comp_ids):
                 _vcn, subnet = seed_network(sim, comp_id, "10.{0}.0.0/16".format(index % 250),
-                                            name="seed{0:02d}".format(index))
+                                            name="seed{0:02d}".format(index),
+                                            tenancy=store.compartments[comp_id]["_tenancy"])
                 subnets[comp_id] = subnet
         image = store.images[image_id] if image_id else _image_for(sim, shape)
         ads = list(sim.availability_domains)
@@ -91,7 +92,8 @@ def seed_cluster(sim, name, size, shape="BM.GPU.H100.8", compartment_id=None, su
         tenancy = store.compartments[compartment_id]["_tenancy"]
         if subnet_id is None:
             index = len(store.vcns)
-            _vcn, subnet = seed_network(sim, compartment_id, "10.{0}.0.0/16".format(index % 250), name=name)
+            _vcn, subnet = seed_network(sim, compartment_id, "10.{0}.0.0/16".format(index % 250), name=name,
+                                        tenancy=tenancy)
             subnet_id = subnet["id"]
         ad = availability_domain or next(iter(sim.availability_domains))
         image = store.images[image_id] if image_id else _image_for(sim, shape)

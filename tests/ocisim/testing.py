@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 
 PRIMITIVES = ("str", "int", "float", "bool", "datetime", "date", "object")
+# Fields the SDK documents as required that the real service leaves null: platform images belong
+# to no compartment.
+NULL_IN_PRACTICE = {("Image", "compartmentId")}
 
 
 def _model_modules():
@@ -61,7 +64,7 @@ def model_problems(data, type_name, where="$"):
     for attr, json_name in model.attribute_map.items():
         value = data.get(json_name)
         if value is None:
-            if _required(cls, attr):
+            if _required(cls, attr) and (cls.__name__, json_name) not in NULL_IN_PRACTICE:
                 problems.append("{0}.{1}: required by {2} but missing".format(where, json_name, cls.__name__))
             continue
         problems += model_problems(value, model.swagger_types[attr], "{0}.{1}".format(where, json_name))
@@ -71,7 +74,7 @@ def model_problems(data, type_name, where="$"):
 def assert_model(data, type_name):
     problems = model_problems(data, type_name)
     assert not problems, "answer does not fit {0}:\n  {1}\n{2}".format(
-        type_name, "\n  ".join(problems[:20]), json.dumps(data, indent=1)[:2000])
+        type_name, "\n  ".join(problems[:20]), json.dumps(data)[:300])
 
 
 def signed_request(sim, method, path, body=None, key=None, key_id=None, headers=None):

@@ -1,0 +1,100 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fault injection: throttling, server errors, latency, dropped connections, rate limits, and the
+call counter that shows the SDK's retries."""
+
+from __future__ import annotations
+
+import time
+
+import oci
+import pytest
+
+
+def _compute(sim, **kwargs):
+    return oci.core.ComputeClient(oci.config.from_file(sim.config_file), service_endpoint=sim.endpoint, **kwargs)
+
+
+def test_429_is_ridden_out_by_default_retry_strategy(ocisim):
+    ocisim.seed_instances(3, [ocisim.compartment_id])
+    ocisim.faults.throttle("GET /instances", count=2)
+    client = _compute(ocisim, retry_strategy=oci.retry.DEFAULT_RETRY_STRATEGY)
+    wall = time.monotonic()
+    assert len(client.list_instances(ocisim.compartment_id).data) == 3
+    assert ocisim.calls["GET /instances"] == 3          # two throttled attempts, then success
+    assert len(ocisim.sdk_sleeps) == 2 and all(s > 0 for s in ocisim.sdk_sleeps)  # back-off asked for, not slept
+    assert time.monotonic() - wall < 5
+
+
+def test_429_without_retry_strategy_surfaces(ocisim):
+    ocisim.faults.throttle("GET /instances", count=1)
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        _compute(ocisim, retry_strategy=oci.retry.NoneRetryStrategy()).list_instances(ocisim.compartment_id)
+    assert (err.value.status, err.value.code) == (429, "TooManyRequests")
+    assert ocisim.calls["GET /instances"] == 1
+    assert _compute(ocisim).list_instances(ocisim.compartment_id).data == []   # count used up
+
+
+@pytest.mark.parametrize("status,code", [(500, "InternalError"), (503, "ServiceUnavailable")])
+def test_server_errors_by_route_pattern_and_count(ocisim, status, code):
+    ids = ocisim.seed_instances(1, [ocisim.compartment_id])
+    ocisim.faults.error(status, "GET /instances/*", count=1)
+    plain = _compute(ocisim, retry_strategy=oci.retry.NoneRetryStrategy())
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        plain.get_instance(ids[0])
+    assert (err.value.status, err.value.code) == (status, code)
+    assert plain.get_instance(ids[0]).data.id == ids[0]
+    assert plain.list_instances(ocisim.compartment_id).data          # other route untouched
+    assert ocisim.calls["GET /instances/{instanceId}"] == 2
+    retried = _compute(ocisim, retry_strategy=oci.retry.DEFAULT_RETRY_STRATEGY)
+    ocisim.faults.error(status, "GET /instances/*", count=2)
+    assert retried.get_instance(ids[0]).data.id == ids[0]
+    assert ocisim.calls["GET /instances/{instanceId}"] == 5
+
+
+def test_dropped_connection_and_latency(ocisim):
+    ids = ocisim.seed_instances(1, [ocisim.compartment_id])
+    ocisim.faults.drop("GET /instances/*", count=1)
+    plain = _compute(ocisim, retry_strategy=oci.retry.NoneRetryStrategy())
+    with pytest.raises(Exception) as err:  # requests' ConnectionError family, as on a real reset
+        plain.get_instance(ids[0])
+    assert "onnection" in type(err.value).__name__ or "onnection" in str(err.value)
+    retried = _compute(ocisim, retry_strategy=oci.retry.DEFAULT_RETRY_STRATEGY)
+    ocisim.faults.drop("GET /instances/*", count=1)
+    assert retried.get_instance(ids[0]).data.id == ids[0]
+    assert ocisim.calls["GET /instances/{instanceId}"] == 3
+
+    ocisim.faults.latency(0.3, "GET /instances/*", count=1)
+    start = time.monotonic()
+    plain.get_instance(ids[0])
+    assert time.monotonic() - start >= 0.3
+
+
+def test_per_tenancy_rate_limit(ocisim):
+    plain = _compute(ocisim, retry_strategy=oci.retry.NoneRetryStrategy())
+    ocisim.faults.rate_limit(per_second=0.001, burst=3)
+    for _ in range(3):
+        plain.list_instances(ocisim.compartment_id)
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        plain.list_instances(ocisim.compartment_id)
+    assert (err.value.status, err.value.code) == (429, "TooManyRequests")
+    # Another tenancy has its own bucket.
+    other = ocisim.add_tenancy("other")
+    from tests.ocisim import auth  # pylint: disable=import-outside-toplevel
+    cfg = dict(ocisim.sdk_config(), tenancy=other["tenancy_id"], user=other["user_id"],
+               fingerprint=auth.fingerprint(other["key"]), key_content=auth.private_pem(other["key"]).decode("ascii"))
+    theirs = oci.identity.IdentityClient(cfg, service_endpoint=ocisim.endpoint,
+                                         retry_strategy=oci.retry.NoneRetryStrategy())
+    assert theirs.list_compartments(other["tenancy_id"]).data == []
+    ocisim.faults.rate_limit(None)
+    plain.list_instances(ocisim.compartment_id)
+    assert ocisim.calls.count("GET /instances") == 5
+
+
+def test_call_counter_reset_and_patterns(ocisim):
+    client = _compute(ocisim)
+    client.list_instances(ocisim.compartment_id)
+    client.list_vnic_attachments(ocisim.compartment_id)
+    assert ocisim.calls.count("GET /*") == 2 and ocisim.calls.count("GET /vnic*") == 1
+    assert ocisim.calls.total() == 2
+    ocisim.calls.reset()
+    assert ocisim.calls.as_dict() == {}
