@@ -93,7 +93,68 @@ options:
     type: dict
     default: {}
   defined_tags:
-    description: Defined tags, as C({namespace: {key: value}}).
+    description: "Defined tags, as C({namespace: {key: value}})."
     type: dict
     default: {}
+"""
+
+    LAUNCH = r"""
+options:
+  shape:
+    description:
+      - Compute shape, for example C(BM.GPU4.8) or C(VM.Standard.E5.Flex). Required with O(state=present).
+      - GPU shapes must be known to the collection's shape table (see the C(ocigpu.cluster.shape_facts) filter).
+    type: str
+  shape_config:
+    description: OCPUs and memory of a Flex shape (required for Flex shapes, refused for fixed ones).
+    type: dict
+    suboptions:
+      ocpus:
+        description: OCPUs.
+        type: float
+      memory_in_gbs:
+        description: Memory in GB.
+        type: float
+  image_id:
+    description: Image OCID. One of O(image_id), O(image_name) or O(image_os) is required with O(state=present).
+    type: str
+  image_name:
+    description: Exact display name of the image, for example C(Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0).
+    type: str
+  image_os:
+    description: Operating system (for example C(Oracle Linux)); the newest available image of it that runs on O(shape) is used.
+    type: str
+  image_os_version:
+    description: Operating system version to go with O(image_os), for example C(9).
+    type: str
+  subnet_id:
+    description: Subnet of the primary VNIC. Required with O(state=present).
+    type: str
+  assign_public_ip:
+    description: Give the primary VNIC a public IP (the subnet must allow it).
+    type: bool
+    default: false
+  ssh_authorized_keys:
+    description: OpenSSH public keys for the default user; each is checked before any API call.
+    type: list
+    elements: str
+    default: []
+  user_data:
+    description: cloud-init user data as text. The module base64-encodes it.
+    type: str
+  user_data_file:
+    description: File with cloud-init user data. The module base64-encodes it.
+    type: path
+  boot_volume_size_gb:
+    description: Boot volume size in GB (50 to 32768). Defaults to 200 for GPU shapes and to the image's size otherwise.
+    type: int
+  availability_domain:
+    description: Availability domain. Defaults to the first one of the compartment.
+    type: str
+  fault_domain:
+    description: Fault domain, for example C(FAULT-DOMAIN-1).
+    type: str
+  compute_cluster_id:
+    description: Compute cluster to join (see M(ocigpu.cluster.compute_cluster)).
+    type: str
 """

@@ -159,6 +159,8 @@ def create_client(client_cls, params, config_and_signer=None):
 
 def is_retryable(exc):
     if isinstance(exc, ServiceError):
+        if 'out of host capacity' in str(exc.message or '').lower():
+            return False  # a capacity answer, not a transient fault: retrying only delays the failure
         if exc.status == 429 or (exc.status >= 500 and exc.status != 501):
             return True
         if exc.status == 409 and exc.code in _RETRY_409_CODES:

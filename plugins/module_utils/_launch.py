@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Launch options shared by the instance and instance_configuration modules: their argument
+spec, input checks, image lookup, user data encoding, and the node IP lookup."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import struct
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _shapes
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, attr
+
+try:
+    from oci.core import models as M
+except ImportError:
+    M = None
+
+SSH_KEY_TYPES = ('ssh-rsa', 'ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521',
+                 'sk-ssh-ed25519@openssh.com', 'sk-ecdsa-sha2-nistp256@openssh.com')
+MIN_BOOT_GB = 50
+MAX_BOOT_GB = 32768
+MAX_USER_DATA = 32000  # OCI's limit on the metadata values, after base64
+
+
+def launch_argument_spec():
+    return dict(
+        shape=dict(type='str'),
+        shape_config=dict(type='dict', options=dict(ocpus=dict(type='float'), memory_in_gbs=dict(type='float'))),
+        image_id=dict(type='str'),
+        image_name=dict(type='str'),
+        image_os=dict(type='str'),
+        image_os_version=dict(type='str'),
+        subnet_id=dict(type='str'),
+        assign_public_ip=dict(type='bool', default=False),
+        ssh_authorized_keys=dict(type='list', elements='str', default=[], no_log=False),
+        user_data=dict(type='str'),
+        user_data_file=dict(type='path'),
+        boot_volume_size_gb=dict(type='int'),
+        availability_domain=dict(type='str'),
+        fault_domain=dict(type='str'),
+        compute_cluster_id=dict(type='str'),
+    )
+
+
+LAUNCH_MUTUALLY_EXCLUSIVE = [('image_id', 'image_name', 'image_os'), ('user_data', 'user_data_file')]
+
+
+def check_ssh_key(option, key):
+    parts = (key or '').strip().split()
+    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
+        raise InputError('%s: %r is not an OpenSSH public key (expected "<type> <base64> [comment]" with type one of %s)'
+                         % (option, (key or '')[:40], ', '.join(SSH_KEY_TYPES[:3])))
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+        (length,) = struct.unpack('>I', blob[:4])
+        embedded = blob[4:4 + length].decode('ascii')
+    except (binascii.Error, struct.error, UnicodeDecodeError, ValueError):
+        raise InputError('%s: the key data of %r is not valid base64 key data' % (option, (key or '')[:40]))
+    if embedded != parts[0]:
+        raise InputError('%s: key data says %s but the key type is %s' % (option, embedded, parts[0]))
+    return ' '.join(parts)
+
+
+class LaunchSpec(object):
+    """Checked launch options (raises InputError naming the option)."""
+
+    def __init__(self, params):
+        self.p = params
+        shape = params['shape']
+        if not shape:
+            raise InputError('shape: required with state=present')
+        error = _shapes.validate_shape(shape)
+        if error:
+            raise InputError('shape: %s' % error)
+        self.facts = _shapes.get_shape(shape) if shape in _shapes.SHAPES else None
+        if _shapes.is_flex_shape(shape):
+            cfg = params['shape_config'] or {}
+            if not cfg.get('ocpus'):
+                raise InputError('shape_config: %s is a Flex shape; set shape_config.ocpus (and memory_in_gbs)' % shape)
+        elif params['shape_config']:
+            raise InputError('shape_config: only Flex shapes take a shape_config; %s is fixed' % shape)
+        if not params['subnet_id']:
+            raise InputError('subnet_id: required with state=present')
+        if not (params['image_id'] or params['image_name'] or params['image_os']):
+            raise InputError('image_id: set image_id, image_name, or image_os (with image_os_version)')
+        if params['image_id'] and not params['image_id'].startswith('ocid1.image.'):
+            raise InputError('image_id: %r is not an image OCID' % params['image_id'])
+        self.keys = [check_ssh_key('ssh_authorized_keys[%d]' % i, k) for i, k in enumerate(params['ssh_authorized_keys'])]
+        boot = params['boot_volume_size_gb']
+        if boot is None and self.facts:
+            boot = self.facts['boot_volume_gb'] if self.facts['gpu_count'] else None
+        if boot is not None and not MIN_BOOT_GB <= boot <= MAX_BOOT_GB:
+            raise InputError('boot_volume_size_gb: %s is outside %d..%d' % (boot, MIN_BOOT_GB, MAX_BOOT_GB))
+        self.boot_gb = boot
+        self.user_data = self._user_data()
+        label = params.get('hostname_label')
+        if label and not re.match(r'^[a-zA-Z][a-zA-Z0-9-]{0,62}$', label):
+            raise InputError('hostname_label: %r must be letters, digits and hyphens, starting with a letter' % label)
+        self.image_id = None
+
+    def _user_data(self):
+        text = self.p['user_data']
+        if self.p['user_data_file']:
+            path = self.p['user_data_file']
+            if not os.path.isfile(path):
+                raise InputError('user_data_file: %s does not exist' % path)
+            with open(path, 'rb') as f:
+                raw = f.read()
+        elif text is not None:
+            raw = text.encode('utf-8')
+        else:
+            return None
+        encoded = base64.b64encode(raw).decode('ascii')
+        if len(encoded) > MAX_USER_DATA:
+            raise InputError('user_data: %d bytes after base64; OCI allows %d' % (len(encoded), MAX_USER_DATA))
+        return encoded
+
+    def resolve(self, session, compartment_id):
+        """Reads done before any mutation: the image and the availability domain."""
+        self.image_id = resolve_image(session, compartment_id, self.p)['id']
+        self.ad = self.p['availability_domain'] or first_ad(session, compartment_id)
+
+    def metadata(self):
+        md = {}
+        if self.keys:
+            md['ssh_authorized_keys'] = '\n'.join(self.keys)
+        if self.user_data:
+            md['user_data'] = self.user_data
+        return md
+
+    def shape_config(self, model):
+        cfg = self.p['shape_config']
+        return model(ocpus=cfg.get('ocpus'), memory_in_gbs=cfg.get('memory_in_gbs')) if cfg else None
+
+    def launch_details(self, compartment_id, display_name, tags, defined_tags):
+        return M.LaunchInstanceDetails(
+            availability_domain=self.ad, compartment_id=compartment_id, display_name=display_name,
+            shape=self.p['shape'], shape_config=self.shape_config(M.LaunchInstanceShapeConfigDetails),
+            source_details=M.InstanceSourceViaImageDetails(image_id=self.image_id, boot_volume_size_in_gbs=self.boot_gb),
+            create_vnic_details=M.CreateVnicDetails(subnet_id=self.p['subnet_id'], assign_public_ip=self.p['assign_public_ip'],
+                                                    hostname_label=self.p.get('hostname_label')),
+            metadata=self.metadata(), fault_domain=self.p['fault_domain'], compute_cluster_id=self.p['compute_cluster_id'],
+            freeform_tags=tags, defined_tags=defined_tags or None)
+
+    def configuration_details(self, compartment_id, tags, defined_tags):
+        return M.InstanceConfigurationLaunchInstanceDetails(
+            availability_domain=self.ad, compartment_id=compartment_id, shape=self.p['shape'],
+            shape_config=self.shape_config(M.InstanceConfigurationLaunchInstanceShapeConfigDetails),
+            source_details=M.InstanceConfigurationInstanceSourceViaImageDetails(
+                image_id=self.image_id, boot_volume_size_in_gbs=self.boot_gb),
+            create_vnic_details=M.InstanceConfigurationCreateVnicDetails(
+                subnet_id=self.p['subnet_id'], assign_public_ip=self.p['assign_public_ip']),
+            metadata=self.metadata(), fault_domain=self.p['fault_domain'], compute_cluster_id=self.p['compute_cluster_id'],
+            freeform_tags=tags, defined_tags=defined_tags or None)
+
+
+def first_ad(session, compartment_id):
+    ads = session.call(session.identity.list_availability_domains, compartment_id)
+    if not ads:
+        raise InputError('availability_domain: the compartment sees no availability domain')
+    return sorted(a.name for a in ads)[0]
+
+
+def list_images(session, compartment_id, os_name=None, os_version=None, shape=None, display_name=None):
+    kwargs = dict(lifecycle_state='AVAILABLE', sort_by='TIMECREATED', sort_order='DESC')
+    for key, value in (('operating_system', os_name), ('operating_system_version', os_version),
+                       ('shape', shape), ('display_name', display_name)):
+        if value:
+            kwargs[key] = value
+    return session.list_all(session.compute.list_images, compartment_id, **kwargs)
+
+
+def resolve_image(session, compartment_id, p):
+    """The image named by image_id, image_name (exact), or newest image_os/image_os_version for the shape."""
+    if p.get('image_id'):
+        image = session.get_or_none(session.compute.get_image, p['image_id'])
+        if image is None:
+            raise InputError('image_id: image %s not found' % p['image_id'])
+        return _image_dict(image)
+    if p.get('image_name'):
+        found = list_images(session, compartment_id, display_name=p['image_name'])
+        if not found:
+            raise InputError('image_name: no available image is named %r' % p['image_name'])
+        return _image_dict(found[0])
+    found = list_images(session, compartment_id, p.get('image_os'), p.get('image_os_version'), p.get('shape'))
+    if not found:
+        raise InputError('image_os: no available %s %s image for shape %s' % (
+            p.get('image_os'), p.get('image_os_version') or '', p.get('shape')))
+    return _image_dict(sorted(found, key=lambda i: str(i.time_created), reverse=True)[0])
+
+
+def _image_dict(image):
+    return dict(id=image.id, display_name=image.display_name, operating_system=image.operating_system,
+                operating_system_version=image.operating_system_version,
+                time_created=str(image.time_created) if image.time_created else None)
+
+
+def instance_ips(session, compartment_id, instance_ids):
+    """{instance_id: {private_ip, public_ip, hostname_label, subnet_id}} of the primary VNICs.
+
+    One paginated vnic-attachment list for the compartment (not one per instance), then one GET per VNIC.
+    """
+    wanted = set(instance_ids)
+    result = dict((i, dict(private_ip=None, public_ip=None, hostname_label=None, subnet_id=None)) for i in wanted)
+    if not wanted:
+        return result
+    if len(wanted) == 1:
+        attachments = session.list_all(session.compute.list_vnic_attachments, compartment_id, instance_id=list(wanted)[0])
+    else:
+        attachments = session.list_all(session.compute.list_vnic_attachments, compartment_id)
+    for att in attachments:
+        if att.instance_id not in wanted or att.lifecycle_state != 'ATTACHED':
+            continue
+        vnic = session.get_or_none(session.network.get_vnic, att.vnic_id)
+        if vnic is None or not (vnic.is_primary or attr(att, 'nic_index') == 0):
+            continue
+        result[att.instance_id] = dict(private_ip=vnic.private_ip, public_ip=vnic.public_ip,
+                                       hostname_label=vnic.hostname_label, subnet_id=vnic.subnet_id)
+    return result

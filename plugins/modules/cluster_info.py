@@ -1,0 +1,151 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cluster_info
+short_description: Everything of one GPU cluster, found by its tag
+version_added: 0.1.0
+description:
+  - Finds, by the freeform tag C(ocigpu-cluster), the cluster's network (VCN and subnets), bastion, cluster
+    networks with their instance pools, compute clusters, instance configurations and GPU nodes with their IPs.
+  - C(billable) counts what still costs money, so teardown playbooks can assert that nothing is left.
+extends_documentation_fragment:
+  - ocigpu.cluster.oci
+options:
+  cluster_name:
+    description: Value of the C(ocigpu-cluster) tag.
+    type: str
+    required: true
+  compartment_id:
+    description: Compartment of the cluster.
+    type: str
+    required: true
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying the target.
+    support: full
+    details: The module only reads.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  action_group:
+    description: Use C(group/ocigpu.cluster.oci) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership: [ocigpu.cluster.oci]
+author:
+  - ocigpu.cluster maintainers (@ocigpu)
+"""
+
+EXAMPLES = r"""
+- name: Look the cluster up
+  ocigpu.cluster.cluster_info:
+    cluster_name: gpu1
+    compartment_id: "{{ compartment_ocid }}"
+  register: cluster
+
+- name: Nothing billable is left after teardown
+  ansible.builtin.assert:
+    that: cluster.billable == 0
+"""
+
+RETURN = r"""
+vcn:
+  description: The VCN (id, display_name, cidr_block) or null.
+  returned: always
+  type: dict
+subnets:
+  description: Subnets of the VCN (id, display_name, cidr_block, subnet_domain_name).
+  returned: always
+  type: list
+  elements: dict
+bastion:
+  description: The bastion instance (id, display_name, shape, lifecycle_state, private_ip, public_ip) or null.
+  returned: always
+  type: dict
+nodes:
+  description: GPU nodes - of the cluster networks and standalone - with id, display_name, shape, state, private_ip.
+  returned: always
+  type: list
+  elements: dict
+cluster_networks:
+  description: Live cluster networks (id, display_name, lifecycle_state, instance_pool_id, node_count, nodes).
+  returned: always
+  type: list
+  elements: dict
+compute_clusters:
+  description: Compute clusters (id, display_name, availability_domain).
+  returned: always
+  type: list
+  elements: dict
+instance_configurations:
+  description: Instance configurations (id, display_name).
+  returned: always
+  type: list
+  elements: dict
+billable:
+  description: Number of live instances and cluster networks of the cluster.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster, _launch
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, OCIModule, is_live
+
+LIVE_INSTANCE = ('PROVISIONING', 'STARTING', 'RUNNING', 'STOPPING', 'STOPPED', 'MOVING', 'CREATING_IMAGE')
+
+
+class ClusterInfo(OCIModule):
+
+    def mine(self, items):
+        return [i for i in items if is_live(i) and (i.freeform_tags or {}).get(CLUSTER_TAG) == self.params['cluster_name']]
+
+    def execute(self):
+        s, comp = self.session, self.params['compartment_id']
+        vcns = self.mine(s.list_all(s.network.list_vcns, comp))
+        vcn = vcns[0] if vcns else None
+        subnets = s.list_all(s.network.list_subnets, comp, vcn_id=vcn.id) if vcn else []
+        instances = [i for i in self.mine(s.list_all(s.compute.list_instances, comp)) if i.lifecycle_state in LIVE_INSTANCE]
+        ips = _launch.instance_ips(s, comp, [i.id for i in instances])
+        ops = _cluster.ClusterOps(session=s, compartment_id=comp)
+        networks = []
+        for cn in self.mine(s.list_all(s.compute_management.list_cluster_networks, comp)):
+            networks.append(ops.describe(s.call(s.compute_management.get_cluster_network, cn.id)))
+        bastion = None
+        nodes = []
+        for i in instances:
+            entry = dict(dict(id=i.id, display_name=i.display_name, shape=i.shape, state=i.lifecycle_state,
+                              fault_domain=i.fault_domain), **ips[i.id])
+            if (i.freeform_tags or {}).get('ocigpu-role') == 'bastion':
+                bastion = bastion or entry
+            else:
+                nodes.append(entry)
+        in_networks = set(n['id'] for cn in networks for n in cn['nodes'])
+        nodes.extend(n for cn in networks for n in cn['nodes'] if n['id'] not in set(x['id'] for x in nodes))
+        compute_clusters = self.mine(s.list_all(s.compute.list_compute_clusters, comp))
+        configs = self.mine(s.list_all(s.compute_management.list_instance_configurations, comp))
+        return dict(
+            vcn=dict(id=vcn.id, display_name=vcn.display_name, cidr_block=vcn.cidr_block) if vcn else None,
+            subnets=[dict(id=n.id, display_name=n.display_name, cidr_block=n.cidr_block,
+                          subnet_domain_name=n.subnet_domain_name) for n in subnets if is_live(n)],
+            bastion=bastion, cluster_networks=networks,
+            nodes=sorted(nodes, key=lambda n: (n['display_name'] or '', n['id'])),
+            compute_clusters=[dict(id=c.id, display_name=c.display_name, availability_domain=c.availability_domain)
+                              for c in compute_clusters],
+            instance_configurations=[dict(id=c.id, display_name=c.display_name) for c in configs],
+            billable=len(set(i.id for i in instances) | in_networks) + len(networks),
+        )
+
+
+def main():
+    ClusterInfo(dict(
+        cluster_name=dict(type='str', required=True),
+        compartment_id=dict(type='str', required=True),
+    ), wait=False, tags=False).run()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,222 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cluster_network
+short_description: N bare-metal GPU nodes on an OCI RDMA cluster network
+version_added: 0.1.0
+description:
+  - Creates a cluster network - and with it its instance pool of O(node_count) GPU nodes launched from an
+    instance configuration (M(ocigpu.cluster.instance_configuration)) - waits on the work request until it is
+    RUNNING and returns the nodes with their IPs.
+  - Found again by compartment, display name and the freeform tag C(ocigpu-cluster), so a re-run - also after
+    an interrupted one - adopts the existing cluster network and never launches a second set of nodes.
+  - A changed O(node_count) or O(instance_configuration_id) updates the instance pool and waits.
+  - A failed work request (for example C(Out of host capacity.)) fails the task with OCI's message and the work
+    request id; with O(cleanup_on_failure) the module first terminates what the request created, so nothing
+    billable is left.
+  - O(state=absent) terminates the cluster network and its nodes.
+extends_documentation_fragment:
+  - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.WAIT
+  - ocigpu.cluster.oci.TAGS
+options:
+  display_name:
+    description: Display name. Defaults to C(<cluster_name>-cn); the instance pool is C(<display_name>-pool).
+    type: str
+  instance_configuration_id:
+    description: Instance configuration of the nodes. Required with O(state=present).
+    type: str
+  node_count:
+    description: Number of nodes (at least 1). Required with O(state=present).
+    type: int
+  availability_domain:
+    description: Availability domain of the nodes. Required with O(state=present).
+    type: str
+  subnet_id:
+    description: Subnet of the nodes' primary VNICs. Required with O(state=present).
+    type: str
+  wait_timeout:
+    description:
+      - Seconds to wait when O(wait=true). On timeout the task fails and reports the last lifecycle state and
+        work request percentage seen; run it again to adopt the cluster network and go on waiting.
+      - Large clusters may need more (Oracle's HPC stack allows 30 minutes per 20 nodes).
+    type: int
+    default: 3600
+  cleanup_on_failure:
+    description: When a create fails, terminate what it made before failing the task.
+    type: bool
+    default: true
+  state:
+    description: Whether the cluster network should exist.
+    type: str
+    choices: [present, absent]
+    default: present
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying the target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+  action_group:
+    description: Use C(group/ocigpu.cluster.oci) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership: [ocigpu.cluster.oci]
+author:
+  - ocigpu.cluster maintainers (@ocigpu)
+"""
+
+EXAMPLES = r"""
+- name: Two BM.GPU4.8 nodes on an RDMA cluster network (seed 001)
+  ocigpu.cluster.cluster_network:
+    cluster_name: gpu1
+    compartment_id: "{{ compartment_ocid }}"
+    instance_configuration_id: "{{ template.instance_configuration.id }}"
+    node_count: 2
+    availability_domain: "{{ ad_name }}"
+    subnet_id: "{{ net.network.private_subnet_id }}"
+  register: cn
+
+- name: Terminate the cluster network and its nodes
+  ocigpu.cluster.cluster_network:
+    cluster_name: gpu1
+    compartment_id: "{{ compartment_ocid }}"
+    state: absent
+"""
+
+RETURN = r"""
+cluster_network:
+  description: The cluster network (null when absent; null id in check mode when one would be created).
+  returned: always
+  type: dict
+  contains:
+    id: {description: OCID., type: str, returned: success}
+    display_name: {description: Display name., type: str, returned: success}
+    lifecycle_state: {description: Lifecycle state (RUNNING after a waited create)., type: str, returned: success}
+    instance_pool_id: {description: OCID of its instance pool., type: str, returned: success}
+    node_count: {description: Size of the instance pool., type: int, returned: success}
+    instance_configuration_id: {description: Instance configuration of the pool., type: str, returned: success}
+    availability_domain: {description: Availability domain., type: str, returned: success}
+    subnet_id: {description: Primary subnet., type: str, returned: success}
+    nodes:
+      description: The nodes, sorted by display name.
+      type: list
+      elements: dict
+      returned: success
+      contains:
+        id: {description: Instance OCID., type: str}
+        display_name: {description: Display name., type: str}
+        state: {description: Instance state., type: str}
+        fault_domain: {description: Fault domain., type: str}
+        private_ip: {description: Private IP., type: str}
+        hostname_label: {description: Host name., type: str}
+work_request_id:
+  description: The last work request the module waited on.
+  returned: when a work request ran
+  type: str
+"""
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
+    InputError, ResourceModule, current_with_tags, pick_tagged)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitFailed
+
+
+class ClusterNetwork(ResourceModule):
+    RESOURCE = 'cluster_network'
+    UPDATABLE = ('node_count', 'instance_configuration_id', 'freeform_tags', 'defined_tags')
+    WAIT_TIMEOUT = 3600
+
+    @property
+    def name(self):
+        return self.params['display_name'] or '%s-cn' % self.cluster_name
+
+    def validate(self):
+        p = self.params
+        if p['state'] != 'present':
+            return
+        for option in ('instance_configuration_id', 'node_count', 'availability_domain', 'subnet_id'):
+            if p[option] is None:
+                raise InputError('%s: required with state=present' % option)
+        if p['node_count'] < 1:
+            raise InputError('node_count: %d; a cluster network needs at least 1 node (use state=absent to remove it)'
+                             % p['node_count'])
+
+    def find(self):
+        self.ops = _cluster.ClusterOps(self)
+        if self.params['state'] == 'present':
+            self.ops.check_configuration(self.params['instance_configuration_id'])
+        items = self.session.list_all(self.session.compute_management.list_cluster_networks,
+                                      self.params['compartment_id'], display_name=self.name)
+        res = pick_tagged(items, self.name, self.cluster_name, 'display_name')
+        if res is not None:
+            res = self.session.call(self.session.compute_management.get_cluster_network, res.id)
+        return res
+
+    def desired(self):
+        p = self.params
+        return dict(node_count=p['node_count'], instance_configuration_id=p['instance_configuration_id'],
+                    availability_domain=p['availability_domain'], subnet_id=p['subnet_id'],
+                    freeform_tags=self.tags(), defined_tags=p['defined_tags'] or None)
+
+    def current(self, res):
+        have = current_with_tags(res, self.desired())
+        have.update(_cluster.pool_facts(res))
+        return have
+
+    def present(self, res):
+        if res is not None and res.lifecycle_state in ('PROVISIONING', 'SCALING', 'STARTING') and self.params['wait']:
+            # Adopt a cluster network a previous, interrupted run left on its way up.
+            if not self.check_mode:
+                res = self.ops.wait_running(res.id)
+        return super(ClusterNetwork, self).present(res)
+
+    def create(self):
+        try:
+            return self.ops.create(self.name, self.desired())
+        except WaitFailed as exc:
+            if self.params['cleanup_on_failure'] and exc.details.get('resource_id'):
+                self.ops.terminate(exc.details['resource_id'], wait=True)
+                exc.details['cleaned_up'] = True
+            raise
+
+    def update(self, res, changes):
+        return self.ops.update(res, changes)
+
+    def delete(self, res):
+        self.ops.terminate(res.id, wait=self.params['wait'])
+
+    def describe(self, res):
+        return self.ops.describe(res)
+
+    def predict(self):
+        want = self.desired()
+        return dict(id=None, display_name=self.name, lifecycle_state=None, instance_pool_id=None,
+                    node_count=want['node_count'], instance_configuration_id=want['instance_configuration_id'],
+                    availability_domain=want['availability_domain'], subnet_id=want['subnet_id'], nodes=[])
+
+    def execute(self):
+        result = super(ClusterNetwork, self).execute()
+        if self.ops.work_request_id:
+            result['work_request_id'] = self.ops.work_request_id
+        return result
+
+
+def main():
+    ClusterNetwork(dict(
+        display_name=dict(type='str'),
+        instance_configuration_id=dict(type='str'),
+        node_count=dict(type='int'),
+        availability_domain=dict(type='str'),
+        subnet_id=dict(type='str'),
+        cleanup_on_failure=dict(type='bool', default=True),
+    )).run()
+
+
+if __name__ == '__main__':
+    main()
