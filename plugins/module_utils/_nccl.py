@@ -467,7 +467,7 @@ def render_markdown(report, plot_name=None):
           '- Created: %s' % report['created'],
           '- Result: **%s**' % ('PASS' if report['passed'] else 'FAIL')]
     for key, value in sorted(report['meta'].items()):
-        md.append('- %s: %s' % (key.replace('_', ' ').capitalize(), value))
+        md.append('- %s: %s' % (key, value))
     md += ['', '## Verdict', '',
            '| run | scope | ranks | largest size | busbw (GB/s) | threshold (GB/s) | peak busbw | result |',
            '|---|---|---:|---:|---:|---:|---:|---|']
@@ -505,32 +505,39 @@ def render_markdown(report, plot_name=None):
 
 
 def render_plot(report, path):
-    """PNG of busbw (the better of out-of-place and in-place) against message size, one line per
-    run, with each run's threshold as a dashed line. Needs matplotlib on the controller."""
+    """PNG of busbw (the better of out-of-place and in-place) against message size: one line per
+    node run, a thicker dashed line per cluster run, each threshold as a grey dashed line.
+    Needs matplotlib on the controller."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
     colours = plt.rcParams['axes.prop_cycle'].by_key().get('color', ['C0'])
-    thresholds = {}
+    thresholds = set()
+    top = 0.0
     for i, run in enumerate(report['runs']):
         pts = [(r['size'], row_busbw(r)) for r in run['rows'] if row_busbw(r) is not None]
+        g = run['gate']
+        if g['threshold_gbps'] is not None:
+            thresholds.add(g['threshold_gbps'])
         if not pts:
             continue
-        colour = colours[i % len(colours)]
         xs, ys = zip(*pts)
-        ax.plot(xs, ys, '-', marker='o', markersize=3.5, color=colour,
-                linewidth=2.2 if run['scope'] == 'cluster' else 1.4,
-                label='%s (%s, %d ranks): %s GB/s' % (run['name'], run['scope'], run['gate']['ranks'],
-                                                      _fmt(run['gate']['busbw_gbps'])))
-        thr = run['gate']['threshold_gbps']
-        if thr is not None:
-            thresholds.setdefault(thr, colour)
+        top = max(top, max(ys))
+        cluster = run['scope'] == 'cluster'
+        ax.plot(xs, ys, '--' if cluster else '-', marker='s' if cluster else 'o',
+                markersize=6 if cluster else 4, linewidth=2.4 if cluster else 1.4,
+                color=colours[i % len(colours)], alpha=0.85,
+                label='%s (%s, %d ranks): %s GB/s at %s, %s' % (
+                    run['name'], run['scope'], g['ranks'], _fmt(g['busbw_gbps']),
+                    format_size(g['largest_size']).replace(' ', '') if g['largest_size'] else '-',
+                    'PASS' if g['passed'] else 'FAIL'))
     for thr in sorted(thresholds):
-        ax.axhline(thr, linestyle='--', color='grey', linewidth=1)
+        ax.axhline(thr, linestyle=':', color='dimgrey', linewidth=1.2)
         ax.annotate('threshold %g GB/s' % thr, xy=(0.01, thr), xycoords=('axes fraction', 'data'),
-                    xytext=(0, 3), textcoords='offset points', fontsize=8, color='dimgrey')
+                    xytext=(0, 4), textcoords='offset points', fontsize=8, color='dimgrey')
+        top = max(top, thr)
     ax.set_xscale('log', base=2)
     ticks = sorted(set(r['size'] for run in report['runs'] for r in run['rows']))
     if ticks:
@@ -538,12 +545,13 @@ def render_plot(report, path):
         shown = ticks[::step]
         ax.set_xticks(shown)
         ax.set_xticklabels([format_size(t).replace(' ', '') for t in shown], rotation=45, ha='right')
+        ax.minorticks_off()
     ax.set_xlabel('message size')
     ax.set_ylabel('bus bandwidth (GB/s)')
     ax.set_title('%s: %s' % (report['title'], 'PASS' if report['passed'] else 'FAIL'))
     ax.grid(True, which='major', alpha=0.3)
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, loc='upper left')
+    ax.set_ylim(0, (top or 1.0) * 1.25)
+    ax.legend(fontsize=8, loc='lower right', framealpha=0.9)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -1,0 +1,44 @@
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The nccl_parse filter, and the 4x H200 proof: the role's recorded runs agree with the direct
+all_reduce_perf run of the same call within 2 % at every size."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from ansible_collections.ocigpu.cluster.plugins.filter.nccl import FilterModule
+
+DATA = pathlib.Path(__file__).resolve().parents[2] / 'data' / 'nccl'
+parse = FilterModule().filters()['nccl_parse']
+
+
+def direct_busbw(text):
+    """busbw per size read straight from the columns (sizes in column 1, busbw in 8 and 12)."""
+    out = {}
+    for line in text.splitlines():
+        t = line.split()
+        if len(t) >= 13 and t[0].isdigit():
+            out[int(t[0])] = max(float(t[7]), float(t[11]))
+    return out
+
+
+def test_filter_is_registered_and_parses():
+    p = parse((DATA / 'seed000_a100_8gpu_10g.txt').read_text())
+    assert p['rows'][0]['out_of_place']['busbw'] == 232.04
+
+
+@pytest.mark.parametrize('name', ['h200x4_role_node_1g_16g.txt', 'h200x4_role_node_shape_gate_1g_16g.txt',
+                                  'h200x4_role_mpirun_4ranks_1g_16g.txt'])
+def test_h200_role_runs_match_the_direct_run(name):
+    direct = direct_busbw((DATA / 'h200x4_direct_1g_16g.txt').read_text())
+    rows = parse((DATA / name).read_text())['rows']
+    assert sorted(direct) == [r['size'] for r in rows]
+    for row in rows:
+        role = max(row['out_of_place']['busbw'], row['in_place']['busbw'])
+        assert abs(role - direct[row['size']]) / direct[row['size']] <= 0.02, (row['size'], role, direct[row['size']])
+    # The reference figure for 4x H200 with NVLink multicast off: 365 GB/s at 8 GiB.
+    at_8g = [r for r in rows if r['size'] == 8 * 2 ** 30][0]
+    assert max(at_8g['out_of_place']['busbw'], at_8g['in_place']['busbw']) == pytest.approx(365, rel=0.02)
