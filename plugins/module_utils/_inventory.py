@@ -254,6 +254,8 @@ class Discovery:
                         if item.lifecycle_state not in _GONE:
                             compute_clusters[item.id] = (region, item)
 
+            failed_lists = set((region, cid) for region in self.regions for cid in compartments
+                               if (region, cid, 'attachments') not in listed)
             primary = {}
             for iid in instances:
                 atts = sorted(attachments.get(iid, []), key=lambda a: (a.nic_index or 0, str(a.time_created)))
@@ -386,7 +388,9 @@ class Discovery:
                 compute_cluster=None,
             )
             host.update(membership.get(iid, {}))
-            if att is None:
+            if inst.lifecycle_state != 'RUNNING' or (region, inst.compartment_id) in failed_lists:
+                pass  # not running: VNICs may still be attaching; failed listing: already reported
+            elif att is None:
                 self._fail('list_vnic_attachments', RuntimeError('no ATTACHED VNIC found for this instance'),
                            region=region, resource_id=iid)
             elif private_ip is None and (att.subnet_id in subnet_info):

@@ -62,14 +62,16 @@ def _private_subnet(sim, vcn, compartment_id, cidr, name):
     return subnet
 
 
-def seed_gpu_cluster(sim, name, size, compartment_id, index, shape=GPU_SHAPE, tags=None):
-    """One cluster as the collection builds it: VCN with a public and a private /24, a bastion
-    `<name>-bastion` with a public IP, and a cluster network of `size` nodes in the private subnet."""
+def seed_gpu_cluster(sim, name, size, compartment_id, index, shape=GPU_SHAPE, tags=None, private_prefix=24):
+    """One cluster as the collection builds it: VCN 10.<index>.0.0/16 with a public /24 and a
+    private subnet, a bastion `<name>-bastion` with a public IP, and a cluster network of `size`
+    nodes in the private subnet."""
     tags = dict(tags or {}, **{CLUSTER_TAG: name})
     with sim.store.lock:
-        base = ipaddress.ip_network('10.{0}.{1}.0/23'.format(index // 100, (index % 100) * 2))
+        base = ipaddress.ip_network('10.{0}.0.0/16'.format(index))
         vcn, public = sim_seed.seed_network(sim, compartment_id, str(base), subnet_prefix=24, name=name)
-        private = _private_subnet(sim, vcn, compartment_id, str(list(base.subnets(new_prefix=24))[1]), name)
+        private = _private_subnet(sim, vcn, compartment_id, str(list(base.subnets(new_prefix=private_prefix))[1]),
+                                  name)
         bastion_id = sim_seed.seed_instances(sim, 1, [compartment_id], shape=BASTION_SHAPE, name_prefix=name,
                                              freeform_tags=tags, assign_public_ip=True, subnet_id=public['id'])[0]
         sim.store.instances[bastion_id]['displayName'] = name + '-bastion'

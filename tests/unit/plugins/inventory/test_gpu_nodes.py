@@ -1,0 +1,350 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ocigpu.cluster.gpu_nodes, in process, with the real oci SDK against the simulator.
+
+The plugin is loaded through ansible's plugin loader (so its documented options and doc fragments
+apply) and parsed into a fresh InventoryData. Retry back-off sleeps on the simulator clock."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import yaml
+
+from tests.perf import inventory_bench as bench
+
+PLUGIN = 'ocigpu.cluster.gpu_nodes'
+_MU = 'ansible_collections.ocigpu.cluster.plugins.module_utils.'
+
+
+def _plugin_loader():
+    """Ansible's collection loader, installed once. Modules imported earlier from the plain
+    `ansible_collections` namespace (pytest's pythonpath) are dropped so that the loader owns them."""
+    from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+    from ansible.plugins.loader import init_plugin_loader, inventory_loader
+    if not any(isinstance(f, _AnsibleCollectionFinder) for f in sys.meta_path):
+        for name in list(sys.modules):
+            if name == 'ansible_collections' or name.startswith('ansible_collections.'):
+                del sys.modules[name]
+        init_plugin_loader([bench.COLLECTIONS])
+    return inventory_loader
+
+
+class Result:
+    """What a parse produced, in plain Python."""
+
+    def __init__(self, inventory):
+        self.inventory = inventory
+        self.hosts = {name: dict(host.vars) for name, host in inventory.hosts.items()}
+        self.groups = {name: sorted(h.name for h in group.hosts) for name, group in inventory.groups.items()}
+        self.all_vars = dict(inventory.groups['all'].vars)
+
+    def by_id(self):
+        return {h['oci_instance_id']: dict(h, name=name) for name, h in self.hosts.items()}
+
+
+@pytest.fixture
+def inventory(ocisim, tmp_path, monkeypatch):
+    """run(use_cache=True, **options) parses a gpu_nodes config pointing at the simulator; returns a Result."""
+    from ansible.inventory.data import InventoryData
+    from ansible.parsing.dataloader import DataLoader
+
+    loader = _plugin_loader()
+    oci_mu = sys.modules.get(_MU + '_oci') or __import__(_MU + '_oci', fromlist=['CLOCK'])
+    monkeypatch.setattr(oci_mu.CLOCK, 'sleep', ocisim.clock.sleep)
+    monkeypatch.setattr(oci_mu.CLOCK, 'monotonic', ocisim.clock.now)
+    warnings = []
+
+    def run(use_cache=True, **options):
+        config = dict(plugin=PLUGIN, **ocisim.auth_args())
+        config.update(options)
+        path = tmp_path / 'test.gpu_nodes.yml'
+        path.write_text(yaml.safe_dump(config))
+        plugin = loader.get(PLUGIN)
+        module = sys.modules[type(plugin).__module__]
+        monkeypatch.setattr(module.display, 'warning', lambda msg, *a, **k: warnings.append(msg))
+        data = InventoryData()
+        plugin.parse(data, DataLoader(), str(path), cache=use_cache)
+        if options.get('cache'):
+            plugin.update_cache_if_changed()  # as ansible's InventoryManager does after a parse
+        return Result(data)
+    run.warnings = warnings
+    return run
+
+
+def _cluster(ocisim, name, size, compartment_id, index, **kw):
+    return bench.seed_gpu_cluster(ocisim, name, size, compartment_id, index, **kw)
+
+
+@pytest.fixture
+def two_clusters(ocisim):
+    """Two clusters: one in a compartment, one in its child (found through the subtree); CPU
+    filler instances; a tagged CPU instance that is not a bastion; a stopped GPU node."""
+    team = ocisim.add_compartment('team')['id']
+    child = ocisim.add_compartment('team-child', team)['id']
+    a = _cluster(ocisim, 'alpha', 3, team, 0)
+    b = _cluster(ocisim, 'beta-2', 2, child, 1, shape='BM.GPU.H100.8')
+    ocisim.seed_instances(12, [team, child], shape='VM.Standard.E5.Flex', name_prefix='cpu')
+    ocisim.seed_instances(1, [team], shape='VM.Standard.E5.Flex', name_prefix='alpha-login',
+                          freeform_tags={'ocigpu-cluster': 'alpha'}, subnet_id=a['public_subnet'])
+    stopped = ocisim.seed_instances(1, [team], shape='BM.GPU4.8', name_prefix='alpha-old', state='STOPPED',
+                                    freeform_tags={'ocigpu-cluster': 'alpha'}, subnet_id=a['private_subnet'])
+    layout = dict(compartments=[team, child], clusters=[a, b])
+    return dict(team=team, child=child, alpha=a, beta=b, layout=layout, stopped=stopped[0],
+                truth=bench.expected_hosts(ocisim, layout))
+
+
+def _check_truth(result, truth):
+    found = {name: dict(h) for name, h in result.hosts.items()}
+    bench.check_against_truth(found, truth)
+
+
+def test_inventory_matches_the_simulator_exactly(ocisim, inventory, two_clusters):
+    result = inventory()
+    _check_truth(result, two_clusters['truth'])
+    by_id = result.by_id()
+    a, b = two_clusters['alpha'], two_clusters['beta']
+    name = {iid: by_id[iid]['name'] for iid in by_id}
+
+    assert result.groups['bastion'] == sorted(['alpha-bastion', 'beta-2-bastion'])
+    assert result.groups['slurm_controller'] == result.groups['bastion']
+    assert result.groups['gpu_nodes'] == sorted(name[i] for i in a['nodes'] + b['nodes'])
+    assert result.groups['cluster_alpha'] == sorted([name[a['bastion']]] + [name[i] for i in a['nodes']])
+    assert result.groups['cluster_beta_2'] == sorted([name[b['bastion']]] + [name[i] for i in b['nodes']])
+    assert result.groups['cluster_network_alpha'] == sorted(name[i] for i in a['nodes'])
+    assert result.groups['instance_pool_alpha_pool1'] == sorted(name[i] for i in a['nodes'])
+    assert result.groups['shape_bm_gpu4_8'] == sorted(name[i] for i in a['nodes'])
+    assert result.groups['shape_bm_gpu_h100_8'] == sorted(name[i] for i in b['nodes'])
+    for iid, host in by_id.items():
+        inst = ocisim.state.instances[iid]
+        ad_group = 'ad_' + inst['availabilityDomain'].lower().replace(':', '_').replace('-', '_')
+        assert host['name'] in result.groups[ad_group]
+        fd_group = ad_group.replace('ad_', 'fd_', 1) + '_' + inst['faultDomain'].lower().replace('-', '_')
+        assert host['name'] in result.groups[fd_group]
+        assert host['oci_compartment_id'] == inst['compartmentId']
+        assert host['oci_image']['operating_system'] == 'Oracle Linux'
+        assert host['ansible_user'] == 'opc'
+
+    node = by_id[b['nodes'][0]]
+    assert node['oci_compartment_name'] == 'team-child'
+    assert node['ocigpu_gpu_count'] == 8 and node['oci_shape'] == 'BM.GPU.H100.8'
+    assert node['ocigpu_shape_facts']['gpu_model'] and node['ocigpu_nvme_count'] >= 0
+    alpha_node = by_id[a['nodes'][0]]
+    assert alpha_node['ocigpu_rdma_interfaces'][0] == 'enp12s0f0' and len(alpha_node['ocigpu_rdma_interfaces']) == 16
+    assert alpha_node['oci_cluster_network_name'] == 'alpha'
+    assert alpha_node['oci_instance_pool_name'] == 'alpha-pool1'
+    assert alpha_node['oci_public_ip'] is None
+    # the stopped node and the tagged non-bastion CPU instance are not in the inventory
+    assert two_clusters['stopped'] not in by_id
+    assert len(by_id) == len(two_clusters['truth'])
+
+
+def test_call_count_grows_with_compartments_and_subnets_not_instances(ocisim, inventory):
+    def count(nodes, filler):
+        ocisim.reset()
+        comps = [ocisim.add_compartment('c%d' % i)['id'] for i in range(3)]
+        for c in range(2):
+            _cluster(ocisim, 'k%d' % c, nodes, comps[c], c)
+        if filler:
+            ocisim.seed_instances(filler, comps, shape='VM.Standard.E5.Flex', name_prefix='cpu')
+        ocisim.calls.reset()
+        result = inventory()
+        assert len(result.groups['gpu_nodes']) == 2 * nodes
+        return ocisim.calls.total(), bench.active_compartments(ocisim)
+
+    small, comps = count(nodes=2, filler=3)
+    big, comps_big = count(nodes=48, filler=400)
+    assert comps == comps_big == 5  # root, ocigpu-test and the three above
+    assert small == big == bench.expected_calls(comps, clusters=2)
+
+
+def test_one_cluster_and_shape_options(ocisim, inventory, two_clusters):
+    result = inventory(cluster='beta-2')
+    ids = set(result.by_id())
+    beta = two_clusters['beta']
+    assert ids == set(beta['nodes'] + [beta['bastion']])
+
+    result = inventory(shapes=['BM.GPU4.8'], include_bastions=False)
+    assert set(result.by_id()) == set(two_clusters['alpha']['nodes'])
+    assert result.groups['bastion'] == []
+
+    result = inventory(lifecycle_states=['RUNNING', 'STOPPED'], cluster='alpha')
+    assert two_clusters['stopped'] in result.by_id()
+
+
+def test_compartment_list_limits_the_search(ocisim, inventory, two_clusters):
+    result = inventory(compartments=[dict(id=two_clusters['team'], subtree=False)])
+    assert set(result.by_id()) == set(two_clusters['alpha']['nodes'] + [two_clusters['alpha']['bastion']])
+    result = inventory(compartments=[two_clusters['child']])
+    assert set(result.by_id()) == set(two_clusters['beta']['nodes'] + [two_clusters['beta']['bastion']])
+
+
+def test_pagination_returns_every_instance(ocisim, inventory):
+    # More instances and VNIC attachments in one compartment than one page (1000) holds.
+    comp = ocisim.add_compartment('big')['id']
+    cluster = _cluster(ocisim, 'wide', 1020, comp, 0, private_prefix=21)
+    ocisim.calls.reset()
+    result = inventory(compartments=[comp])
+    assert len(result.groups['gpu_nodes']) == 1020
+    assert ocisim.calls['GET /instances'] == 2
+    assert ocisim.calls['GET /vnicAttachments'] == 2
+    assert ocisim.calls['GET /clusterNetworks/{clusterNetworkId}/instances'] == 2
+    assert ocisim.calls['GET /privateIps'] >= 3  # private subnet: 2 pages, public subnet: 1
+    by_id = result.by_id()
+    assert set(cluster['nodes']) <= set(by_id)
+    assert all(by_id[i]['oci_cluster_network_id'] == cluster['cluster_network'] for i in cluster['nodes'])
+    assert len({h['oci_private_ip'] for h in by_id.values()}) == 1021
+
+
+def test_429_storm_is_ridden_out(ocisim, inventory, two_clusters):
+    ocisim.calls.reset()
+    baseline = inventory()
+    baseline_calls = ocisim.calls.total()
+    ocisim.calls.reset()
+    start = ocisim.clock.now()
+    # 27 failed requests in all; no single call can meet more than 14 of them (< api_retries)
+    ocisim.faults.throttle('*', count=14)
+    ocisim.faults.throttle('GET /vnicAttachments', count=10)
+    ocisim.faults.error(503, 'GET /privateIps', count=3)
+    stormy = inventory(api_retries=16)
+    assert stormy.hosts == baseline.hosts
+    assert stormy.groups == baseline.groups
+    assert ocisim.calls.total() == baseline_calls + 27  # every failed request was retried, nothing more
+    assert ocisim.sdk_sleeps == [] and ocisim.clock.now() > start  # backoff slept on the simulator clock
+    _check_truth(stormy, two_clusters['truth'])
+
+
+def test_exhausted_retries_fail_loudly(ocisim, inventory, two_clusters):
+    from ansible.errors import AnsibleError
+    ocisim.faults.throttle('GET /vnicAttachments')  # never ends
+    with pytest.raises(AnsibleError, match=r'list_vnic_attachments .*429 TooManyRequests'):
+        inventory(api_retries=3)
+
+
+def test_compartment_returning_404_strict(ocisim, inventory, two_clusters):
+    from ansible.errors import AnsibleError
+    gone = 'ocid1.compartment.oc1..' + 'a' * 60
+    with pytest.raises(AnsibleError) as err:
+        inventory(compartments=[two_clusters['team'], gone])
+    assert '1 API call(s) failed' in str(err.value)
+    assert 'get_compartment' in str(err.value) and gone in str(err.value) and '404' in str(err.value)
+
+
+def test_compartment_returning_404_not_strict_warns_with_counts(ocisim, inventory, two_clusters):
+    gone = 'ocid1.compartment.oc1..' + 'b' * 60
+    result = inventory(compartments=[dict(id=two_clusters['team'], subtree=False), gone], strict=False)
+    alpha = two_clusters['alpha']
+    assert set(result.by_id()) == set(alpha['nodes'] + [alpha['bastion']])
+    assert len(inventory.warnings) == 1
+    assert 'INCOMPLETE INVENTORY: 1 API call(s) failed' in inventory.warnings[0]
+    assert gone in inventory.warnings[0]
+    errors = result.all_vars['ocigpu_inventory_errors']
+    assert [(e['operation'], e['status'], e['compartment_id']) for e in errors] == [('get_compartment', 404, gone)]
+
+
+def test_list_failing_in_one_compartment_not_strict(ocisim, inventory, two_clusters):
+    # The listing of one compartment answers 404 (e.g. a policy that hides it); the other is kept.
+    ocisim.faults.add('GET /instances', status=404, count=1, code='NotAuthorizedOrNotFound')
+    result = inventory(compartments=[dict(id=two_clusters['team'], subtree=False),
+                                     dict(id=two_clusters['child'], subtree=False)], strict=False)
+    errors = result.all_vars['ocigpu_inventory_errors']
+    assert len(errors) == 1 and errors[0]['operation'] == 'list_instances' and errors[0]['status'] == 404
+    failed = errors[0]['compartment_id']
+    kept = two_clusters['child'] if failed == two_clusters['team'] else two_clusters['team']
+    assert {h['oci_compartment_id'] for h in result.hosts.values()} == {kept}
+    assert 'INCOMPLETE INVENTORY' in inventory.warnings[0]
+
+
+def test_cache(ocisim, inventory, two_clusters, tmp_path):
+    cache = dict(cache=True, cache_plugin='ansible.builtin.jsonfile', cache_connection=str(tmp_path / 'cache'))
+    ocisim.calls.reset()
+    first = inventory(**cache)
+    cold = ocisim.calls.total()
+    assert cold > 0
+    ocisim.calls.reset()
+    second = inventory(**cache)
+    assert ocisim.calls.total() == 0
+    assert second.hosts == first.hosts and second.groups == first.groups
+    # --flush-cache (cache=False) asks the API again and refreshes the cache
+    extra = _cluster(ocisim, 'gamma', 1, two_clusters['team'], 7)
+    ocisim.calls.reset()
+    third = inventory(use_cache=False, **cache)  # like --flush-cache
+    assert ocisim.calls.total() > cold  # one more cluster: its subnets, network and bastion VNIC
+    assert extra['nodes'][0] in third.by_id()
+    ocisim.calls.reset()
+    fourth = inventory(**cache)
+    assert ocisim.calls.total() == 0 and extra['nodes'][0] in fourth.by_id()
+
+
+def test_incomplete_result_is_not_cached(ocisim, inventory, two_clusters, tmp_path):
+    cache = dict(cache=True, cache_plugin='ansible.builtin.jsonfile', cache_connection=str(tmp_path / 'cache'))
+    ocisim.faults.add('GET /vnicAttachments', status=404, count=1, code='NotAuthorizedOrNotFound')
+    inventory(strict=False, **cache)
+    ocisim.calls.reset()
+    again = inventory(strict=False, **cache)
+    assert ocisim.calls.total() > 0
+    _check_truth(again, two_clusters['truth'])
+
+
+def test_remote_strings_are_unsafe_and_names_always_exist(ocisim, inventory, two_clusters):
+    from ansible.template import is_trusted_as_template
+    alpha = two_clusters['alpha']
+    evil = "{{ lookup('pipe', 'id') }}"
+    ocisim.state.instances[alpha['nodes'][0]]['displayName'] = evil
+    twin = ocisim.state.instances[alpha['nodes'][2]]['displayName']
+    ocisim.state.instances[alpha['nodes'][1]]['displayName'] = twin  # two instances, one display name
+    result = inventory()
+    by_id = result.by_id()
+    assert by_id[alpha['nodes'][0]]['name'] == evil
+    assert by_id[alpha['nodes'][0]]['oci_display_name'] == evil
+    assert not is_trusted_as_template(by_id[alpha['nodes'][0]]['oci_display_name'])
+    first, second = sorted(alpha['nodes'][1:], key=lambda i: i)
+    assert by_id[first]['name'] == twin
+    vnic = ocisim.state.vnics[by_id[second]['oci_vnic_id']]
+    # the next preference that gives an unused name: the DNS label, else the private IP
+    assert by_id[second]['name'] == (vnic['hostnameLabel'] if vnic['hostnameLabel'] != twin else vnic['privateIp'])
+    assert len(result.hosts) == len(two_clusters['truth'])
+
+    result = inventory(hostnames=['tag:missing'])
+    assert sorted(result.by_id()[i]['name'] for i in alpha['nodes']) == sorted(alpha['nodes'])
+
+    result = inventory(hostnames=['private_ip'])
+    assert result.by_id()[alpha['nodes'][2]]['name'] == ocisim.state.vnics[
+        result.by_id()[alpha['nodes'][2]]['oci_vnic_id']]['privateIp']
+
+
+def test_ansible_user_follows_the_image(ocisim, inventory):
+    ubuntu = [i for i in ocisim.state.images.values() if i['displayName'].startswith('Canonical-Ubuntu-22.04-Gen2-GPU')][0]
+    comp = ocisim.add_compartment('u')['id']
+    cluster = _cluster(ocisim, 'ubu', 2, comp, 0)
+    for iid in cluster['nodes']:
+        ocisim.state.instances[iid]['imageId'] = ubuntu['id']
+        ocisim.state.instances[iid]['sourceDetails']['imageId'] = ubuntu['id']
+    result = inventory()
+    by_id = result.by_id()
+    assert {by_id[i]['ansible_user'] for i in cluster['nodes']} == {'ubuntu'}
+    assert by_id[cluster['bastion']]['ansible_user'] == 'opc'
+    # the ProxyJump user is the bastion's
+    assert by_id[cluster['nodes'][0]]['ansible_ssh_common_args'].startswith('-o ProxyJump=opc@')
+    result = inventory(ansible_user_by_os={'Canonical Ubuntu': 'admin'}, proxy_jump=False)
+    assert result.by_id()[cluster['nodes'][0]]['ansible_user'] == 'admin'
+    assert 'ansible_ssh_common_args' not in result.by_id()[cluster['nodes'][0]]
+
+
+def test_constructable_options(ocisim, inventory, two_clusters):
+    result = inventory(
+        compose={'gpus_total': 'ocigpu_gpu_count | default(0) * 2'},
+        groups={'big_gpu': "oci_shape == 'BM.GPU.H100.8'"},
+        keyed_groups=[{'key': 'ocigpu_cluster', 'prefix': 'team'}],
+        slurm_controller='alpha-bastion',
+    )
+    by_id = result.by_id()
+    beta = two_clusters['beta']
+    assert by_id[beta['nodes'][0]]['gpus_total'] == 16
+    assert result.groups['big_gpu'] == sorted(by_id[i]['name'] for i in beta['nodes'])
+    assert by_id[beta['nodes'][0]]['name'] in result.groups['team_beta_2']
+    assert result.groups['slurm_controller'] == ['alpha-bastion']
+
+    from ansible.errors import AnsibleError
+    with pytest.raises(AnsibleError):
+        inventory(compose={'broken': 'no_such_variable.attr'}, strict=True)
