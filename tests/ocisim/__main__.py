@@ -23,7 +23,7 @@ PROCESS_SCALE = 0.05   # process mode: 60 s instance launch -> 3 s, 120 s cluste
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m tests.ocisim", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.ocisim", description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--write-config", metavar="PATH", help="write an OCI config file (key next to it)")
     parser.add_argument("--write-env", metavar="PATH",
@@ -45,7 +45,7 @@ def main(argv=None):
     args = parse_args(argv if argv is not None else sys.argv[1:])
     durations = {k: (v if k == "retry_token_ttl" else v * args.scale) for k, v in DEFAULT_DURATIONS.items()}
     for item in args.duration:
-        name, _, value = item.partition("=")
+        name, _sep, value = item.partition("=")
         if name not in durations:
             raise SystemExit("unknown duration {0}".format(name))
         durations[name] = float(value)

@@ -64,7 +64,8 @@ def handle(sim, method, path, _query, raw):
         if route == ("POST", "/faults"):
             rule = sim.faults.add(route=body.get("route", "*"), status=body.get("status"),
                                   latency=body.get("latency", 0.0), drop=body.get("drop", False),
-                                  count=body.get("count"), code=body.get("code"), message=body.get("message"))
+                                  count=body.get("count"), code=body.get("code"), message=body.get("message"),
+                                  after=body.get("after", False))
             return Reply(200, rule.as_dict())
         if route == ("DELETE", "/faults"):
             sim.faults.clear()

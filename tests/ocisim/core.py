@@ -121,7 +121,7 @@ class OcidFactory:
         with self._lock:
             bits = self._rand.getrandbits(260)
         chars = []
-        for _ in range(52):
+        for _index in range(52):
             chars.append(_OCID_ALPHABET[bits & 31])
             bits >>= 5
         return "aaaaaaaa" + "".join(chars)

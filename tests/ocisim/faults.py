@@ -25,9 +25,11 @@ ERRORS = {
 
 
 class FaultRule:
-    def __init__(self, route="*", status=None, latency=0.0, drop=False, count=None, code=None, message=None):
+    def __init__(self, route="*", status=None, latency=0.0, drop=False, count=None, code=None, message=None,
+                 after=False):
         if status is None and not latency and not drop:
             raise ValueError("a fault needs status, latency or drop")
+        self.after = bool(after)
         self.route = route
         self.status = int(status) if status is not None else None
         self.latency = float(latency or 0.0)
@@ -42,7 +44,7 @@ class FaultRule:
 
     def as_dict(self):
         return {"route": self.route, "status": self.status, "latency": self.latency, "drop": self.drop,
-                "remaining": self.remaining, "fired": self.fired}
+                "after": self.after, "remaining": self.remaining, "fired": self.fired}
 
     def error(self):
         code, message = ERRORS.get(self.status, ("InternalError", "Injected fault."))
@@ -59,8 +61,11 @@ class Faults:
         self._buckets = {}          # tenancy -> [tokens, last_refill]
         self.sleep = time.sleep
 
-    def add(self, route="*", status=None, latency=0.0, drop=False, count=None, code=None, message=None):
-        rule = FaultRule(route, status, latency, drop, count, code, message)
+    def add(self, route="*", status=None, latency=0.0, drop=False, count=None, code=None, message=None,
+            after=False):
+        """A fault rule.  after=True applies it once the request has been processed (the change is
+        made, the answer is lost or replaced), otherwise before anything happens."""
+        rule = FaultRule(route, status, latency, drop, count, code, message, after)
         with self._lock:
             self.rules.append(rule)
         return rule
@@ -69,14 +74,14 @@ class Faults:
     def throttle(self, route="*", count=None):
         return self.add(route, status=429, count=count)
 
-    def error(self, status, route="*", count=None):
-        return self.add(route, status=status, count=count)
+    def error(self, status, route="*", count=None, after=False):
+        return self.add(route, status=status, count=count, after=after)
 
     def latency(self, seconds, route="*", count=None):
         return self.add(route, latency=seconds, count=count)
 
-    def drop(self, route="*", count=None):
-        return self.add(route, drop=True, count=count)
+    def drop(self, route="*", count=None, after=False):
+        return self.add(route, drop=True, count=count, after=after)
 
     def rate_limit(self, per_second, burst=None, tenancy="*"):
         """Allow per_second requests per tenancy (token bucket of size burst); beyond that 429."""

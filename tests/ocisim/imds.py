@@ -122,4 +122,3 @@ def handle(sim, method, path, headers):
     if isinstance(doc, (dict, list)):
         return Reply(200, raw=json.dumps(doc, indent=2))
     return Reply(200, raw=str(doc), content_type="text/plain")
-

@@ -179,7 +179,7 @@ def grow_pool(sim, pool, count, state="PROVISIONING", now=None):
     store = sim.store
     config = store.instance_configurations[pool["instanceConfigurationId"]]
     created = []
-    for _ in range(count):
+    for _count in range(count):
         place = pool["placementConfigurations"][len(pool["_members"]) % len(pool["placementConfigurations"])]
         details = _launch_details(config, {"compartmentId": pool["compartmentId"],
                                            "availabilityDomain": place["availabilityDomain"]})
@@ -266,7 +266,7 @@ def list_instance_pools(ctx):
     return list_reply(ctx, in_compartment(ctx, "instance_pools"), view=pool_summary)
 
 
-def _resize_pool(ctx, pool, new_size, duration, wr=None, on_done=None):
+def _resize_pool(ctx, pool, new_size, duration, on_done=None):
     """Resize one pool: SCALING now, RUNNING after duration.  Returns False if capacity is lacking."""
     sim = ctx.sim
     store = ctx.store
@@ -291,7 +291,6 @@ def _resize_pool(ctx, pool, new_size, duration, wr=None, on_done=None):
         if on_done:
             on_done()
     store.schedule(duration, done)
-    _ = wr
     return True
 
 
@@ -484,7 +483,7 @@ def update_cluster_network(ctx):
     if changes:
         duration = sim.durations["cluster_network_scale"]
         resources = [("clusternetwork", "IN_PROGRESS", cn["id"])] + [("instancepool", "IN_PROGRESS", p["id"])
-                                                                     for p, _ in changes]
+                                                                     for p, _size in changes]
         wr = workrequests.new(store, ctx.tenancy, cn["compartmentId"], "UpdateClusterNetwork", resources, duration)
         headers["opc-work-request-id"] = wr["id"]
         cn["lifecycleState"] = "SCALING"

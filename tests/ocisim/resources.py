@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from .core import invalid, missing, not_found, paginate, public, rfc3339
 from .web import Reply
 
@@ -92,7 +95,9 @@ def in_compartment(ctx, collection, query_name="compartmentId"):
 
 
 def etag(res):
-    return "W/\"{0}\"".format(abs(hash((res["id"], res.get("lifecycleState"), res.get("timeUpdated")))))
+    """A strong etag over the resource's API view: it changes whenever any field changes."""
+    digest = hashlib.sha256(json.dumps(public(res), sort_keys=True, default=str).encode("utf-8")).hexdigest()
+    return digest[:32]
 
 
 def get_reply(res, view=public, headers=None):

@@ -10,8 +10,9 @@ import threading
 
 from . import admin, auth, compute, identity, imds, management, network, seed, workrequests
 from .catalog import IMAGES, ad_count, services
-from .core import DEFAULT_DURATIONS, Clock, OciError, OcidFactory, Store, not_found, public, rfc3339
+from .core import DEFAULT_DURATIONS, KINDS, Clock, OciError, OcidFactory, Store, not_found, public, rfc3339
 from .faults import Calls, Faults
+from .resources import etag
 from .web import Context, DropConnection, Router, Server
 
 LOG = logging.getLogger("ocisim")
@@ -262,13 +263,8 @@ class Simulator:
                 raise OciError(405, "MethodNotAllowed", "{0} is not allowed on {1}".format(method, path))
             raise not_found("path {0}".format(path))
         self.calls.record(route.key)
-        for rule in self.faults.pick(route.key):
-            if rule.latency:
-                self.faults.sleep(rule.latency)
-            if rule.drop:
-                raise DropConnection()
-            if rule.status:
-                raise rule.error()
+        rules = self.faults.pick(route.key)
+        self._apply_faults([r for r in rules if not r.after])
         tenancy, user = self.keys.verify(method, raw_path, headers, body)
         self.faults.check_rate(tenancy)
         ctx = Context(self, method, path, query, headers, body, params)
@@ -286,11 +282,35 @@ class Simulator:
                                        "The retry token was already used for a request with different content.")
                     return cached[2]
         with self.store.lock:
+            self._check_if_match(method, params, headers)
             reply = route.handler(ctx)
             if token and 200 <= reply.status < 300:
                 self.store.retry_tokens[key] = (self.store.now() + self.durations["retry_token_ttl"], digest, reply)
         self.captured.append((route.key, reply.status, reply.body))
+        self._apply_faults([r for r in rules if r.after])
         return reply
+
+    def _apply_faults(self, rules):
+        for rule in rules:
+            if rule.latency:
+                self.faults.sleep(rule.latency)
+            if rule.drop:
+                raise DropConnection()
+            if rule.status:
+                raise rule.error()
+
+    def _check_if_match(self, method, params, headers):
+        """If-Match on a changing request must equal the resource's current etag (412 otherwise)."""
+        wanted = headers.get("if-match")
+        if not wanted or method == "GET" or not params:
+            return
+        ocid = next(iter(params.values()))
+        for kind in KINDS:
+            res = getattr(self.store, kind).get(ocid)
+            if res is not None:
+                if etag(res) != wanted:
+                    raise OciError(412, "NoEtagMatch", "The resource's etag does not match the If-Match header.")
+                return
 
     def wait_idle(self, limit=3600.0):
         """Advance the clock until no lifecycle transition is pending (manual clock only)."""
@@ -302,4 +322,3 @@ class Simulator:
             self.clock.advance(step)
             waited += step
         raise TimeoutError("transitions still pending after {0} simulated seconds".format(limit))
-

@@ -72,7 +72,7 @@ def test_dropped_connection_and_latency(ocisim):
 def test_per_tenancy_rate_limit(ocisim):
     plain = _compute(ocisim, retry_strategy=oci.retry.NoneRetryStrategy())
     ocisim.faults.rate_limit(per_second=0.001, burst=3)
-    for _ in range(3):
+    for _attempt in range(3):
         plain.list_instances(ocisim.compartment_id)
     with pytest.raises(oci.exceptions.ServiceError) as err:
         plain.list_instances(ocisim.compartment_id)
@@ -98,3 +98,27 @@ def test_call_counter_reset_and_patterns(ocisim):
     assert ocisim.calls.total() == 2
     ocisim.calls.reset()
     assert ocisim.calls.as_dict() == {}
+
+
+def test_lost_answer_to_a_create_is_retried_without_duplicate(ocisim):
+    """The create succeeds but its answer is lost: the SDK retries with the same opc-retry-token
+    and gets the first answer back, so only one VCN exists."""
+    vn = oci.core.VirtualNetworkClient(oci.config.from_file(ocisim.config_file), service_endpoint=ocisim.endpoint,
+                                       retry_strategy=oci.retry.DEFAULT_RETRY_STRATEGY)
+    ocisim.faults.drop("POST /vcns", count=1, after=True)
+    vcn = vn.create_vcn(oci.core.models.CreateVcnDetails(compartment_id=ocisim.compartment_id,
+                                                         cidr_block="10.50.0.0/16")).data
+    assert ocisim.calls["POST /vcns"] == 2
+    assert [v["id"] for v in ocisim.state.find("vcns")] == [vcn.id]
+
+
+def test_if_match_mismatch_is_412(ocisim):
+    vn = oci.core.VirtualNetworkClient(oci.config.from_file(ocisim.config_file), service_endpoint=ocisim.endpoint)
+    resp = vn.create_vcn(oci.core.models.CreateVcnDetails(compartment_id=ocisim.compartment_id,
+                                                          cidr_block="10.51.0.0/16"))
+    etag = vn.get_vcn(resp.data.id).headers["etag"]
+    vn.update_vcn(resp.data.id, oci.core.models.UpdateVcnDetails(display_name="a"), if_match=etag)
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        vn.update_vcn(resp.data.id, oci.core.models.UpdateVcnDetails(display_name="b"), if_match=etag)
+    assert (err.value.status, err.value.code) == (412, "NoEtagMatch")
+    assert vn.get_vcn(resp.data.id).data.display_name == "a"
