@@ -190,8 +190,8 @@ def resolve_image(session, compartment_id, p):
         return _image_dict(found[0])
     found = list_images(session, compartment_id, p.get('image_os'), p.get('image_os_version'), p.get('shape'))
     if not found:
-        raise InputError('image_os: no available %s %s image for shape %s' % (
-            p.get('image_os'), p.get('image_os_version') or '', p.get('shape')))
+        raise InputError('image_os: no available %s image for shape %s' % (
+            ' '.join(x for x in (p.get('image_os'), p.get('image_os_version')) if x), p.get('shape')))
     return _image_dict(sorted(found, key=lambda i: str(i.time_created), reverse=True)[0])
 
 

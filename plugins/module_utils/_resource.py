@@ -269,8 +269,9 @@ class ResourceModule(OCIModule):
     def absent(self, res):
         if res is None:
             return {self.RESOURCE: None}
-        self.diff['before'] = self.current(res)
+        described = self.describe(res)
+        self.diff['before'] = described
         self.changed = True
         if not self.check_mode:
             self.delete(res)
-        return {self.RESOURCE: self.describe(res)}
+        return {self.RESOURCE: described}

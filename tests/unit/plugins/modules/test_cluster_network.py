@@ -1,0 +1,161 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""instance_configuration + cluster_network (seed 001: 2x BM.GPU4.8), cluster_info, and faults."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+from ansible_collections.ocigpu.cluster.plugins.modules import cluster_info, cluster_network, instance_configuration, network
+from tests.unit.plugins.modules._helpers import live, mutations
+
+IMAGE = 'Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0'
+
+
+@pytest.fixture
+def net(run, base):
+    return run(network, dict(base, ssh_source_cidrs=['203.0.113.0/24']))['network']
+
+
+@pytest.fixture
+def config_args(base, net, ad, ssh_key):
+    return dict(base, shape='BM.GPU4.8', image_name=IMAGE, subnet_id=net['private_subnet_id'], availability_domain=ad,
+                ssh_authorized_keys=[ssh_key], user_data='#cloud-config\ntimezone: Asia/Tokyo\n')
+
+
+@pytest.fixture
+def config(run, config_args):
+    return run(instance_configuration, config_args)['instance_configuration']
+
+
+@pytest.fixture
+def cn_args(base, net, ad, config):
+    return dict(base, instance_configuration_id=config['id'], node_count=2, availability_domain=ad,
+                subnet_id=net['private_subnet_id'])
+
+
+def gpu_instances(sim):
+    return [i for i in live(sim, 'instances') if i['shape'] == 'BM.GPU4.8']
+
+
+def test_instance_configuration_lifecycle(run, ocisim, base, config_args):
+    first = run(instance_configuration, config_args)
+    cfg = first['instance_configuration']
+    assert first['changed'] and cfg['shape'] == 'BM.GPU4.8' and cfg['boot_volume_size_in_gbs'] == 200
+    assert cfg['display_name'].startswith('c1-gpu-config-')
+    stored = ocisim.state.get(cfg['id'])['instanceDetails']['launchDetails']
+    assert stored['freeformTags'] == {'ocigpu-cluster': 'c1', 'ocigpu-role': 'gpu'}
+    ocisim.calls.reset()
+    again = run(instance_configuration, config_args)
+    assert not again['changed'] and again['instance_configuration']['id'] == cfg['id'] and mutations(ocisim) == 0
+
+    changed = dict(config_args, boot_volume_size_gb=500)
+    predicted = run(instance_configuration, changed, check=True, diff=True)
+    assert predicted['changed'] and predicted['replaced_id'] == cfg['id'] and mutations(ocisim) == 0
+    assert predicted['diff']['after']['boot_volume_size_in_gbs'] == 500
+
+    replaced = run(instance_configuration, changed)
+    assert replaced['changed'] and replaced['replaced_id'] == cfg['id']
+    assert replaced['instance_configuration']['id'] != cfg['id']
+    assert replaced['instance_configuration']['boot_volume_size_in_gbs'] == 500
+    assert not run(instance_configuration, changed)['changed']
+
+    assert run(instance_configuration, dict(base, state='absent'))['changed']
+    assert live(ocisim, 'instance_configurations') == []
+    ocisim.calls.reset()
+    assert not run(instance_configuration, dict(base, state='absent'))['changed'] and mutations(ocisim) == 0
+
+
+def test_cluster_network_lifecycle(run, ocisim, base, cn_args, config_args, net):
+    first = run(cluster_network, cn_args)
+    cn = first['cluster_network']
+    assert first['changed'] and cn['lifecycle_state'] == 'RUNNING' and first['work_request_id']
+    assert len(cn['nodes']) == 2 and all(n['private_ip'].startswith('10.0.1.') for n in cn['nodes'])
+    assert len(gpu_instances(ocisim)) == 2
+
+    ocisim.calls.reset()
+    again = run(cluster_network, cn_args)
+    assert not again['changed'] and again['cluster_network']['id'] == cn['id'] and mutations(ocisim) == 0
+    assert [n['id'] for n in again['cluster_network']['nodes']] == [n['id'] for n in cn['nodes']]
+
+    bigger = dict(cn_args, node_count=3)
+    predicted = run(cluster_network, bigger, check=True, diff=True)
+    assert predicted['changed'] and predicted['cluster_network']['node_count'] == 3 and mutations(ocisim) == 0
+    assert predicted['diff']['before']['node_count'] == 2 and len(gpu_instances(ocisim)) == 2
+
+    resized = run(cluster_network, bigger)
+    assert resized['changed'] and len(resized['cluster_network']['nodes']) == 3 and len(gpu_instances(ocisim)) == 3
+    assert not run(cluster_network, bigger)['changed']
+
+    blocked = run(cluster_network, dict(bigger, subnet_id=net['public_subnet_id']), fail=True)
+    assert blocked['msg'].startswith('subnet_id: cannot change')
+
+    info = run(cluster_info, dict(base))
+    assert info['billable'] == 4 and len(info['nodes']) == 3 and info['vcn']['id'] == net['vcn_id']
+
+    gone = run(cluster_network, dict(base, state='absent'))
+    assert gone['changed'] and gpu_instances(ocisim) == []
+    assert ocisim.state.get(cn['id'])['lifecycleState'] == 'TERMINATED'
+    ocisim.calls.reset()
+    assert not run(cluster_network, dict(base, state='absent'))['changed'] and mutations(ocisim) == 0
+    assert run(cluster_info, dict(base))['billable'] == 0
+
+
+def test_capacity_failure_leaves_nothing(run, ocisim, base, cn_args):
+    ocisim.capacity.set('BM.GPU4.8', 1)
+    result = run(cluster_network, cn_args, fail=True)
+    assert 'Out of host capacity.' in result['msg'] and result['work_request_id']
+    assert result['work_request_status'] == 'FAILED'
+    assert [c for c in live(ocisim, 'cluster_networks')] == []
+    assert gpu_instances(ocisim) == []
+    assert run(cluster_info, dict(base))['billable'] == 0
+
+
+def test_500_after_create_reached_the_server_does_not_duplicate(run, ocisim, base, cn_args):
+    # The first POST is carried out, then answered 500; the retry repeats the opc-retry-token.
+    ocisim.faults.error(500, 'POST /clusterNetworks', count=1, after=True)
+    result = run(cluster_network, cn_args)
+    assert result['changed'] and len(result['cluster_network']['nodes']) == 2
+    assert ocisim.calls['POST /clusterNetworks'] == 2
+    assert len(live(ocisim, 'cluster_networks')) == 1 and len(gpu_instances(ocisim)) == 2
+
+
+def test_429_storm_is_ridden_out(run, ocisim, base, cn_args):
+    ocisim.faults.throttle('GET *', count=6)
+    ocisim.faults.throttle('POST /clusterNetworks', count=3)
+    result = run(cluster_network, cn_args)
+    assert result['changed'] and len(result['cluster_network']['nodes']) == 2
+    assert ocisim.calls['POST /clusterNetworks'] == 4 and len(live(ocisim, 'cluster_networks')) == 1
+
+
+def test_interrupted_create_is_adopted_with_exact_node_count(run, ocisim, base, cn_args, monkeypatch):
+    # The run dies right after its POST (as if the controller was killed): the waiter never gets going.
+    class Interrupted(Exception):
+        pass
+
+    def die(*_args, **_kwargs):
+        raise Interrupted()
+    from ansible_collections.ocigpu.cluster.plugins.module_utils import _waiters
+    monkeypatch.setattr(_waiters.Waiter, 'work_request', die)
+    with pytest.raises(Interrupted):
+        run(cluster_network, cn_args)
+    monkeypatch.undo()
+    monkeypatch.setattr(_oci.CLOCK, 'sleep', ocisim.clock.sleep)
+    monkeypatch.setattr(_oci.CLOCK, 'monotonic', ocisim.clock.now)
+    assert [c['lifecycleState'] for c in live(ocisim, 'cluster_networks')] == ['PROVISIONING']
+
+    adopted = run(cluster_network, cn_args)
+    assert not adopted['changed'] and adopted['cluster_network']['lifecycle_state'] == 'RUNNING'
+    assert ocisim.calls['POST /clusterNetworks'] == 1
+    assert len(adopted['cluster_network']['nodes']) == 2 and len(gpu_instances(ocisim)) == 2
+    assert len(live(ocisim, 'cluster_networks')) == 1
+
+
+def test_wait_timeout_reports_last_state_and_percent(run, ocisim, base, cn_args):
+    ocisim.set_durations(cluster_network_create=5000)
+    result = run(cluster_network, dict(cn_args, wait_timeout=120), fail=True)
+    assert 'timed out after 120s' in result['msg']
+    assert result['work_request_status'] in ('ACCEPTED', 'IN_PROGRESS') and 'percent_complete' in result
+    assert 'percent_complete=' in result['msg']
+    # Nothing is cleaned up on a timeout: the next run adopts and keeps waiting.
+    assert len(live(ocisim, 'cluster_networks')) == 1
+
