@@ -20,7 +20,8 @@ description:
     still built, with a loud warning that counts and lists the failed calls, and the variable
     C(ocigpu_inventory_errors) on the group C(all) holds them. Hosts are never dropped silently.
   - The configuration file name must end in C(gpu_nodes.yml) or C(gpu_nodes.yaml).
-author: ocigpu.cluster contributors
+author:
+  - ocigpu.cluster maintainers (@ocigpu)
 version_added: 0.1.0
 extends_documentation_fragment:
   - ocigpu.cluster.oci
@@ -167,7 +168,7 @@ keyed_groups:
   - key: oci_freeform_tags.team | default('none')
     prefix: team
 compose:
-  gpu_memory_total_gb: ocigpu_shape_facts.gpu_memory_gb * ocigpu_gpu_count
+  gpu_memory_total_gb: ocigpu_gpu_memory_gb * ocigpu_gpu_count
 """
 
 import re
@@ -179,17 +180,23 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.display import Display
 
-try:
-    from ansible.utils.unsafe_proxy import wrap_var as _make_unsafe
-except ImportError:  # pragma: no cover - a future ansible-core without the old helper
-    def _make_unsafe(value):
-        return value
-
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _inventory
 from ansible_collections.ocigpu.cluster.plugins.module_utils._shapes import SHAPES, get_shape, is_gpu_shape
 
 try:
-    import oci
+    # ansible-core 2.19+: a string is a template only when explicitly trusted, and API data never is.
+    from ansible.template import trust_as_template as _trust_as_template
+except ImportError:
+    _trust_as_template = None
+if _trust_as_template is None:  # older ansible-core: remote strings must be wrapped to stay out of the templar
+    from ansible.utils.unsafe_proxy import wrap_var as _make_unsafe
+else:
+    _make_unsafe = None
+
+
+
+try:
+    import oci  # noqa: F401 pylint: disable=unused-import
     from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import (
         OCIConfigError, Retrier, build_config, create_client)
     HAS_OCI = True
@@ -197,6 +204,11 @@ except ImportError:
     HAS_OCI = False
 
 display = Display()
+
+
+def make_unsafe(value):
+    return value if _make_unsafe is None else _make_unsafe(value)
+
 
 _HOSTNAME_KEYS = ('display_name', 'hostname_label', 'private_ip', 'public_ip', 'id')
 _UNSAFE_GROUP_CHARS = re.compile(r'[^A-Za-z0-9_]')
@@ -369,7 +381,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for group in ('bastion', 'gpu_nodes', 'slurm_controller'):
             self.inventory.add_group(group)
         if result['errors']:
-            self.inventory.set_variable('all', 'ocigpu_inventory_errors', _make_unsafe(result['errors']))
+            self.inventory.set_variable('all', 'ocigpu_inventory_errors', make_unsafe(result['errors']))
 
         for host in hosts:
             name = names[host['id']]
@@ -399,6 +411,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             if host['fault_domain']:
                 groups.append(safe_group('fd', host['availability_domain'], host['fault_domain']))
         return groups
+
+    def _shape_facts(self, shape):
+        cache = self.__dict__.setdefault('_shape_cache', {})
+        if shape not in cache:
+            cache[shape] = get_shape(shape) if shape in SHAPES else None
+        return cache[shape]
 
     def _hostvars(self, host, bastion):
         public = host['role'] == _inventory.ROLE_BASTION
@@ -434,13 +452,14 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             ocigpu_role=host['role'],
             ocigpu_cluster=host['cluster'],
         )
-        if host['shape'] in SHAPES:
-            facts = get_shape(host['shape'])
-            hv.update(ocigpu_shape_facts=facts, ocigpu_gpu_count=facts['gpu_count'],
-                      ocigpu_nvme_count=facts['nvme_count'], ocigpu_rdma_interfaces=facts['rdma_interfaces'])
+        facts = self._shape_facts(host['shape'])
+        if facts:
+            hv.update(ocigpu_gpu_model=facts['gpu_model'], ocigpu_gpu_count=facts['gpu_count'],
+                      ocigpu_gpu_memory_gb=facts['gpu_memory_gb'], ocigpu_nvme_count=facts['nvme_count'],
+                      ocigpu_rdma_interfaces=list(facts['rdma_interfaces']))
         if host['role'] == _inventory.ROLE_GPU and host['private_ip']:
             hv['ocigpu_rdma_index'] = int(host['private_ip'].rsplit('.', 1)[-1])
         if (self.get_option('proxy_jump') and not public and bastion is not None and bastion['public_ip']):
             hv['ansible_ssh_common_args'] = '-o ProxyJump=%s@%s' % (self._user(bastion), bastion['public_ip'])
             hv['ocigpu_bastion'] = bastion['public_ip']
-        return _make_unsafe(hv)
+        return make_unsafe(hv)

@@ -176,14 +176,16 @@ def cli_env(extra=None):
 def ansible_inventory(config, env=None, timeout=300):
     """Run `ansible-inventory -i config --list`; returns (wall seconds, inventory dict, output text)."""
     binary = os.path.join(os.path.dirname(sys.executable), 'ansible-inventory')
+    if not os.path.exists(binary):
+        binary = shutil.which('ansible-inventory') or binary
     with tempfile.NamedTemporaryFile(suffix='.json') as out:
         started = time.monotonic()
         proc = subprocess.run([binary, '-i', config, '--list', '--output', out.name, '-vvv'],
                               env=env or cli_env(), capture_output=True, text=True, timeout=timeout, check=False)
         wall = time.monotonic() - started
         if proc.returncode != 0:
-            raise RuntimeError('ansible-inventory failed (%d):\n%s\n%s' % (proc.returncode, proc.stdout[-4000:],
-                                                                        proc.stderr[-4000:]))
+            raise RuntimeError('ansible-inventory failed (%d):\n%s\n%s'
+                               % (proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
         with open(out.name) as f:
             data = json.load(f)
     return wall, data, proc.stdout + proc.stderr
@@ -200,7 +202,7 @@ def baseline_seconds(tmp):
     with open(path, 'w') as f:
         f.write('all:\n  hosts:\n    localhost:\n')
     best = None
-    for _ in range(2):
+    for dummy in range(2):
         wall = ansible_inventory(path)[0]
         best = wall if best is None else min(best, wall)
     return best
@@ -336,7 +338,7 @@ def measure_oracle(sim, checkout, tmp, scale):
         wall, data, _output = ansible_inventory(config, env=env, timeout=1800)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         return dict(error=str(exc)[-2000:], calls=sim.calls.total())
-    hosts = [h for h in hosts_of(data)]
+    hosts = list(hosts_of(data))
     return dict(wall=wall, hosts=len(hosts), calls=sim.calls.total(), calls_by_route=sim.calls.as_dict())
 
 
@@ -383,7 +385,7 @@ def report(results, baseline):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--scale', choices=['both', 'large', 'small'], default='both')
     parser.add_argument('--oracle-oci', metavar='PATH', help='local checkout of oracle/oci-ansible-collection')
     parser.add_argument('--json', metavar='FILE', help='also write the figures as JSON')

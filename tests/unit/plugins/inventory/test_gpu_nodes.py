@@ -128,7 +128,7 @@ def test_inventory_matches_the_simulator_exactly(ocisim, inventory, two_clusters
     node = by_id[b['nodes'][0]]
     assert node['oci_compartment_name'] == 'team-child'
     assert node['ocigpu_gpu_count'] == 8 and node['oci_shape'] == 'BM.GPU.H100.8'
-    assert node['ocigpu_shape_facts']['gpu_model'] and node['ocigpu_nvme_count'] >= 0
+    assert node['ocigpu_gpu_model'] and node['ocigpu_gpu_memory_gb'] > 0 and node['ocigpu_nvme_count'] >= 0
     alpha_node = by_id[a['nodes'][0]]
     assert alpha_node['ocigpu_rdma_interfaces'][0] == 'enp12s0f0' and len(alpha_node['ocigpu_rdma_interfaces']) == 16
     assert alpha_node['oci_cluster_network_name'] == 'alpha'
