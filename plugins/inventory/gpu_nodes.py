@@ -193,8 +193,6 @@ if _trust_as_template is None:  # older ansible-core: remote strings must be wra
 else:
     _make_unsafe = None
 
-
-
 try:
     import oci  # noqa: F401 pylint: disable=unused-import
     from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import (
