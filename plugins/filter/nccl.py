@@ -34,14 +34,14 @@ _value:
   contains:
     rows: {description: "Result rows: size, count, type, redop, root, out_of_place and in_place (time_us, algbw, busbw, wrong).", type: list, elements: dict}
     devices: {description: "Ranks: rank, group, pid, host, device, bus_id, gpu.", type: list, elements: dict}
-    hosts: {description: Hosts that took part, in rank order., type: list, elements: str}
-    params: {description: Run parameters from the C(nThread) line., type: dict}
-    avg_busbw: {description: The C(Avg bus bandwidth) line., type: float}
-    out_of_bounds: {description: The C(Out of bounds values) count., type: int}
-    errors: {description: Lines that show the run broke., type: list, elements: str}
-    version: {description: nccl-tests version, when printed., type: str}
-    nccl_version: {description: NCCL library version code, when printed., type: int}
-    collective: {description: Program name, when printed., type: str}
+    hosts: {description: "Hosts that took part, in rank order.", type: list, elements: str}
+    params: {description: "Run parameters from the C(nThread) line.", type: dict}
+    avg_busbw: {description: "The C(Avg bus bandwidth) line.", type: float}
+    out_of_bounds: {description: "The C(Out of bounds values) count.", type: int}
+    errors: {description: "Lines that show the run broke.", type: list, elements: str}
+    version: {description: "nccl-tests version, when printed.", type: str}
+    nccl_version: {description: "NCCL library version code, when printed.", type: int}
+    collective: {description: "Program name, when printed.", type: str}
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import parse_output

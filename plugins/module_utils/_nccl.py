@@ -524,7 +524,7 @@ def render_plot(report, path):
         if not pts:
             continue
         xs, ys = zip(*pts)
-        top = max(top, max(ys))
+        top = max(top, *ys)
         cluster = run['scope'] == 'cluster'
         ax.plot(xs, ys, '--' if cluster else '-', marker='s' if cluster else 'o',
                 markersize=6 if cluster else 4, linewidth=2.4 if cluster else 1.4,

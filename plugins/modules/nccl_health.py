@@ -46,11 +46,13 @@ options:
     type: str
     default: nvidia-smi
 author:
-  - ocigpu.cluster contributors
+  - ocigpu.cluster maintainers (@ocigpu)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 
@@ -70,9 +72,9 @@ checks:
   type: list
   elements: dict
   contains:
-    check: {description: gpu_count, ecc, xid, rdma_links or nvme_scratch., type: str}
-    ok: {description: True, false, or null when the check could not read its data., type: bool}
-    reason: {description: What was found., type: str}
+    check: {description: "gpu_count, ecc, xid, rdma_links or nvme_scratch.", type: str}
+    ok: {description: "True, false, or null when the check could not read its data.", type: bool}
+    reason: {description: "What was found.", type: str}
 gpus:
   description: The GPUs nvidia-smi listed (index, bus_id, name, ecc_uncorrected).
   returned: always

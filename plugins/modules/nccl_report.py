@@ -85,12 +85,14 @@ options:
     type: bool
     default: true
 author:
-  - ocigpu.cluster contributors
+  - ocigpu.cluster maintainers (@ocigpu)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode the runs are judged but nothing is written.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

@@ -12,7 +12,8 @@ version_added: 0.1.0
 description:
   - Finds, rather than assumes, the toolchain on a GPU node - C(nvcc) and its CUDA home, the
     NCCL library (through the dynamic linker cache, C(ldconfig -p)) with its header and
-    version, and an MPI compiler wrapper (C(mpicc)) with its include and library folders.
+    version, and an MPI compiler wrapper (C(mpicc)) with its include and library folders; it
+    also reports the job launchers C(srun) and C(mpirun) it finds.
   - Reads only; changes nothing on the node.
   - Fails with the list of what is missing when CUDA or NCCL cannot be found.
 options:
@@ -40,11 +41,13 @@ options:
     type: str
     default: ''
 author:
-  - ocigpu.cluster contributors
+  - ocigpu.cluster maintainers (@ocigpu)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 
@@ -65,26 +68,33 @@ cuda:
   returned: success
   type: dict
   contains:
-    home: {description: CUDA home (nvcc's grandparent folder)., type: str}
-    nvcc: {description: Path of nvcc., type: str}
-    version: {description: CUDA release nvcc reports, for example C(13.0)., type: str}
+    home: {description: "CUDA home (nvcc's grandparent folder).", type: str}
+    nvcc: {description: "Path of nvcc.", type: str}
+    version: {description: "CUDA release nvcc reports, for example C(13.0).", type: str}
 nccl:
   description: The NCCL installation.
   returned: success
   type: dict
   contains:
-    lib_dir: {description: Folder of libnccl.so., type: str}
-    include_dir: {description: Folder of nccl.h., type: str}
-    version: {description: NCCL version from nccl.h, for example C(2.28.3)., type: str}
+    lib_dir: {description: "Folder of libnccl.so.", type: str}
+    include_dir: {description: "Folder of nccl.h.", type: str}
+    version: {description: "NCCL version from nccl.h, for example C(2.28.3).", type: str}
 mpi:
   description: The MPI installation; C(found) false when none was found or looked for.
   returned: success
   type: dict
   contains:
-    found: {description: Whether MPI was found., type: bool}
-    mpicc: {description: Path of mpicc., type: str}
-    include_dir: {description: Folder of mpi.h., type: str}
-    lib_dir: {description: Folder of libmpi.so., type: str}
+    found: {description: "Whether MPI was found.", type: bool}
+    mpicc: {description: "Path of mpicc.", type: str}
+    include_dir: {description: "Folder of mpi.h.", type: str}
+    lib_dir: {description: "Folder of libmpi.so.", type: str}
+launchers:
+  description: Paths of the job launchers found on the C(PATH), or null.
+  returned: success
+  type: dict
+  contains:
+    srun: {description: "Slurm's srun.", type: str}
+    mpirun: {description: "The MPI launcher mpirun.", type: str}
 """
 
 import glob
@@ -206,7 +216,8 @@ def main():
     if missing:
         module.fail_json(msg='nccl-tests toolchain incomplete: ' + '; '.join(missing),
                          cuda=cuda, nccl=nccl, mpi=mpi)
-    module.exit_json(changed=False, cuda=cuda, nccl=nccl, mpi=mpi)
+    launchers = dict((name, module.get_bin_path(name)) for name in ('srun', 'mpirun'))
+    module.exit_json(changed=False, cuda=cuda, nccl=nccl, mpi=mpi, launchers=launchers)
 
 
 if __name__ == '__main__':

@@ -96,6 +96,7 @@ def test_toolchain_finds_what_is_there(tmp_path, capsys):
     assert result['cuda'] == {'home': str(cuda), 'nvcc': str(cuda / 'bin' / 'nvcc'), 'version': '13.0'}
     assert result['nccl'] == {'lib_dir': str(nccl / 'lib'), 'include_dir': str(nccl / 'include'), 'version': '2.28.3'}
     assert result['mpi'] == {'found': True, 'mpicc': mpicc, 'include_dir': str(mpi / 'include'), 'lib_dir': str(mpi / 'lib')}
+    assert set(result['launchers']) == {'srun', 'mpirun'}
 
 
 def test_toolchain_says_what_is_missing(tmp_path, capsys):
