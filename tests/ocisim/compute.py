@@ -179,7 +179,7 @@ def build_instance(sim, tenancy, details, image, subnet, ad, state="PROVISIONING
                    compute_cluster=None, display_name=None, hostname=None, fault_domain=None, now=None):
     """Create the instance, its primary VNIC attachment, VNIC and private IP in the store."""
     store = sim.store
-    now_str = rfc3339(now if now is not None else store.now())
+    now_str = rfc3339(now) if now is not None else store.stamp()
     inst_id = store.ocids.new("instance")
     display = display_name or details.get("displayName") or "instance-" + now_str[:19].replace("-", "").replace(":", "")
     vnic_details = details.get("createVnicDetails") or {}
@@ -380,7 +380,7 @@ def attach_vnic(ctx):
                                details.get("assignPublicIp", False), details.get("hostnameLabel"),
                                details.get("displayName") or "vnic", details.get("privateIp"))
     vnic["isPrimary"] = False
-    now_str = rfc3339(store.now())
+    now_str = store.stamp()
     att = {"id": store.ocids.new("vnicattachment"), "availabilityDomain": instance["availabilityDomain"],
            "compartmentId": instance["compartmentId"], "displayName": body.get("displayName"),
            "instanceId": instance["id"], "lifecycleState": "ATTACHED", "nicIndex": nic_index,

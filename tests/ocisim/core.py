@@ -163,9 +163,17 @@ class Store:
         self.retry_tokens = {}
         self._events = []
         self._seq = itertools.count()
+        self._last_stamp = 0.0
 
     def now(self):
         return self.clock.now()
+
+    def stamp(self):
+        """A creation time: the clock, but strictly after the previous creation (by 1 ms), as two
+        resources created one after the other never share a timestamp in OCI."""
+        with self.lock:
+            self._last_stamp = max(self.now(), self._last_stamp + 0.001)
+            return rfc3339(self._last_stamp)
 
     def schedule(self, delay, func):
         """Run func() once the simulated clock reaches now + delay (immediately if delay <= 0)."""

@@ -150,7 +150,7 @@ def _new_pool(ctx, body, config, placements, size, display_name, tenancy, now):
         "displayName": display_name, "freeformTags": dict(body.get("freeformTags") or {}),
         "definedTags": dict(body.get("definedTags") or {}), "instanceConfigurationId": config["id"],
         "poolType": "STANDARD", "lifecycleState": "PROVISIONING", "placementConfigurations": placements, "size": size,
-        "currentSize": 0, "timeCreated": rfc3339(now), "loadBalancers": [],
+        "currentSize": 0, "timeCreated": ctx.store.stamp() if now is None else rfc3339(now), "loadBalancers": [],
         "instanceDisplayNameFormatter": body.get("instanceDisplayNameFormatter"),
         "instanceHostnameFormatter": body.get("instanceHostnameFormatter"), "lifecycleManagement": None,
         "_tenancy": tenancy, "_members": [], "_launch_count": 0, "_cluster_network": None,
@@ -246,7 +246,7 @@ def create_instance_pool(ctx):
     placements = _pool_placements(ctx, body["placementConfigurations"])
     size = int(body["size"])
     pool = _new_pool(ctx, body, config, placements, size, body.get("displayName") or "instancepool", ctx.tenancy,
-                     ctx.store.now())
+                     None)
     fits = sim.capacity.fits(placements[0]["availabilityDomain"], shape, size)
     if fits:
         grow_pool(sim, pool, size)
@@ -406,7 +406,7 @@ def create_cluster_network(ctx):
     for index, (item, config) in enumerate(configs):
         name = item.get("displayName") or "{0}-pool{1}".format(cn["displayName"], index + 1)
         pool = _new_pool(ctx, dict(item, compartmentId=cn["compartmentId"]), config, placements, int(item["size"]),
-                         name, ctx.tenancy, now)
+                         name, ctx.tenancy, None)
         pool["_cluster_network"] = cn["id"]
         cn["_pools"].append(pool["id"])
     store.cluster_networks[cn["id"]] = cn

@@ -42,13 +42,14 @@ def base(ctx, body, ocid_kind, display_prefix, extra=None):
     store = ctx.store
     comp = compartment(ctx, body.get("compartmentId"))
     ocid = store.ocids.new(ocid_kind)
+    created = store.stamp()
     res = {
         "id": ocid,
         "compartmentId": comp["id"],
-        "displayName": body.get("displayName") or "{0}{1}".format(display_prefix, rfc3339(store.now())[:19].replace(":", "")),
+        "displayName": body.get("displayName") or "{0}{1}".format(display_prefix, created[:19].replace(":", "")),
         "freeformTags": dict(body.get("freeformTags") or {}),
         "definedTags": dict(body.get("definedTags") or {}),
-        "timeCreated": rfc3339(store.now()),
+        "timeCreated": created,
         "_tenancy": ctx.tenancy,
     }
     if extra:

@@ -137,7 +137,7 @@ class Simulator:
         key = key or auth.generate_key()
         tenancy_id = tenancy_id or self.ocids.new("tenancy")
         user_id = user_id or self.ocids.new("user")
-        now = rfc3339(store.now())
+        now = store.stamp()
         store.tenancies[tenancy_id] = {"id": tenancy_id, "name": name, "description": name, "homeRegionKey": None,
                                        "upiIdcsCompatibilityLayerEndpoint": None, "freeformTags": {},
                                        "definedTags": {}, "_tenancy": tenancy_id}
@@ -158,7 +158,7 @@ class Simulator:
             comp_id = self.ocids.new("compartment")
             store.compartments[comp_id] = {
                 "id": comp_id, "compartmentId": parent_id, "name": name, "description": description or name,
-                "timeCreated": rfc3339(store.now()), "lifecycleState": state, "inactiveStatus": None,
+                "timeCreated": store.stamp(), "lifecycleState": state, "inactiveStatus": None,
                 "isAccessible": bool(accessible), "freeformTags": dict(freeform_tags or {}),
                 "definedTags": dict(defined_tags or {}), "_tenancy": tenancy or parent["_tenancy"]}
             return store.compartments[comp_id]

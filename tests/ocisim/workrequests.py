@@ -33,16 +33,17 @@ def new(store, tenancy, compartment_id, operation, resources, duration):
             for etype, action, ocid in resources
         ],
         "percentComplete": 0.0,
-        "timeAccepted": rfc3339(now),
+        "timeAccepted": store.stamp(),
         "timeStarted": None,
         "timeFinished": None,
-        "timeCreated": rfc3339(now),  # sort key only; not part of the API model
+        "timeCreated": None,  # sort key only; not part of the API model
         "_tenancy": tenancy,
         "_start": now,
         "_duration": max(float(duration), 0.0),
         "_errors": [],
         "_logs": [],
     }
+    wr["timeCreated"] = wr["timeAccepted"]
     store.work_requests[wr["id"]] = wr
     return wr
 
