@@ -39,7 +39,7 @@ def ocisim(_ocisim_server, monkeypatch):
     import oci  # pylint: disable=import-outside-toplevel
 
     sim = _ocisim_server
-    sim.reset()
+    sim.reset(drop_command_hook=True)
     sim.sdk_sleeps = []
     fake_time = _sdk_time(sim)
     monkeypatch.setattr(oci.waiter, "time", fake_time)

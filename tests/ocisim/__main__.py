@@ -37,6 +37,10 @@ def parse_args(argv):
     parser.add_argument("--seed-instances", type=int, default=0, metavar="N")
     parser.add_argument("--seed-compartments", type=int, default=1, metavar="N")
     parser.add_argument("--seed-cluster", action="append", default=[], metavar="NAME:SIZE[:SHAPE]")
+    parser.add_argument("--on-instance", metavar="COMMAND",
+                        help="shell command run in the background when an instance is launched or terminated "
+                             "(environment OCISIM_EVENT, OCISIM_INSTANCE_ID, OCISIM_PRIVATE_IP, ...; see docs/ocisim.md)")
+    parser.add_argument("--hook-log", metavar="PATH", help="append the --on-instance command's output to PATH")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     return parser.parse_args(argv)
 
@@ -57,6 +61,8 @@ def main(argv=None):
         kwargs = {"shape": parts[2]} if len(parts) > 2 else {}
         sim.seed_cluster(parts[0], int(parts[1]), **kwargs)
     sim.start(args.port)
+    if args.on_instance:
+        sim.on_instance_command(args.on_instance, args.hook_log)
     if args.write_config:
         sim.write_config(args.write_config, args.profile)
     data = {"endpoint": sim.endpoint, "config_file": sim.config_file, "profile": sim.profile,

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import json
 import logging
+import os
+import subprocess
 import threading
 
 from . import admin, auth, compute, identity, imds, management, network, seed, workrequests
@@ -78,6 +81,7 @@ class Simulator:
         self.capacity = compute.Capacity(self)
         self.state = StateView(self)
         self.hooks = []
+        self._hook_command = None
         self.server = None
         self._thread = None
         self.config_file = None
@@ -88,8 +92,9 @@ class Simulator:
         self.reset()
 
     # ------------------------------------------------------------ lifecycle of the simulator
-    def reset(self):
-        """Fresh state: a tenancy with a user (the generated key), a ready compartment, catalogue."""
+    def reset(self, drop_command_hook=False):
+        """Fresh state: a tenancy with a user (the generated key), a ready compartment, catalogue.
+        Python hooks are dropped; the --on-instance command stays unless drop_command_hook."""
         self.ocids = OcidFactory(self.region, self._seed)
         self.store = Store(self.clock, self.ocids)
         if self.clock.manual:
@@ -99,6 +104,11 @@ class Simulator:
         self.calls.reset()
         self.keys.clear()
         self.hooks = []
+        self.hook_processes = []
+        if drop_command_hook:
+            self._hook_command = None
+        elif self._hook_command:
+            self.on_instance_command(*self._hook_command)
         self.captured = collections.deque(maxlen=20)
         self.subscribed_regions = [self.region]
         prefix = "".join(c for c in self.ocids.unique()[8:12]).capitalize()
@@ -176,6 +186,31 @@ class Simulator:
         termination starts.  instance and vnics are API views (dicts with camelCase keys)."""
         self.hooks.append(hook)
         return hook
+
+    def on_instance_command(self, command, log_path=None):
+        """Register a shell command as instance hook (process mode: --on-instance).  It runs in the
+        background, not delaying the API answer, with the environment OCISIM_EVENT (launch |
+        terminate), OCISIM_INSTANCE_ID, OCISIM_DISPLAY_NAME, OCISIM_HOSTNAME, OCISIM_SHAPE,
+        OCISIM_PRIVATE_IP, OCISIM_SUBNET_CIDR, OCISIM_ENDPOINT and OCISIM_INSTANCE_JSON."""
+        self._hook_command = (command, log_path)
+
+        def hook(event, instance, vnics):
+            primary = vnics[0] if vnics else {}
+            subnet = self.store.subnets.get(primary.get("subnetId") or "") or {}
+            env = dict(os.environ, OCISIM_EVENT=event, OCISIM_INSTANCE_ID=instance["id"],
+                       OCISIM_DISPLAY_NAME=instance["displayName"], OCISIM_HOSTNAME=primary.get("hostnameLabel") or "",
+                       OCISIM_SHAPE=instance["shape"], OCISIM_PRIVATE_IP=primary.get("privateIp") or "",
+                       OCISIM_SUBNET_CIDR=subnet.get("cidrBlock") or "", OCISIM_ENDPOINT=self.endpoint or "",
+                       OCISIM_INSTANCE_JSON=json.dumps(instance))
+            out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # pylint: disable=consider-using-with
+            try:
+                proc = subprocess.Popen(command, shell=True, env=env, stdout=out, stderr=out,  # pylint: disable=consider-using-with
+                                        stdin=subprocess.DEVNULL)
+            finally:
+                if log_path:
+                    out.close()
+            self.hook_processes.append(proc)
+        return self.on_instance(hook)
 
     def call_hook(self, event, instance):
         if not self.hooks:

@@ -66,9 +66,11 @@ def _admin(endpoint, method, path, body=None):
 def test_process_mode_with_admin_endpoint(tmp_path):
     config = tmp_path / "config"
     env_file = tmp_path / "env"
+    events = tmp_path / "events"
+    hook = 'echo "$OCISIM_EVENT $OCISIM_INSTANCE_ID $OCISIM_PRIVATE_IP $OCISIM_SHAPE" >> ' + str(events)
     proc = subprocess.Popen([sys.executable, "-m", "tests.ocisim", "--port", "0", "--write-config", str(config),
                              "--write-env", str(env_file), "--seed-cluster", "demo:2", "--duration",
-                             "instance_launch=0.5"],
+                             "instance_launch=0.5", "--on-instance", hook],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         info = json.loads(proc.stdout.readline())
@@ -97,6 +99,20 @@ def test_process_mode_with_admin_endpoint(tmp_path):
         states = _admin(endpoint, "GET", "/state/cluster_networks")
         assert states[0]["lifecycleState"] == "RUNNING"
         _admin(endpoint, "DELETE", "/faults")
+
+        # The --on-instance command runs for launches and terminations.
+        config_id = _admin(endpoint, "GET", "/state/instance_configurations")[0]["id"]
+        launched = cm.launch_instance_configuration(config_id, oci.core.models.ComputeInstanceDetails()).data
+        compute = oci.core.ComputeClient(cfg, service_endpoint=endpoint)
+        compute.terminate_instance(launched.id)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(events.read_text().splitlines() if events.exists() else []) < 2:
+            time.sleep(0.1)
+        lines = sorted(events.read_text().splitlines())
+        vnic_att = compute.list_vnic_attachments(info["compartment_id"], instance_id=launched.id).data[0]
+        ip = oci.core.VirtualNetworkClient(cfg, service_endpoint=endpoint).get_vnic(vnic_att.vnic_id).data.private_ip
+        assert lines == sorted(["launch {0} {1} BM.GPU.H100.8".format(launched.id, ip),
+                                "terminate {0} {1} BM.GPU.H100.8".format(launched.id, ip)])
     finally:
         proc.terminate()
         proc.wait(timeout=10)
