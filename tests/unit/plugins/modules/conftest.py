@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 
+
 @pytest.fixture
 def run(ocisim, monkeypatch, capsys):
     monkeypatch.setattr(_oci.CLOCK, 'sleep', ocisim.clock.sleep)

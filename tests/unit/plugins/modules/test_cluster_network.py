@@ -105,7 +105,7 @@ def test_capacity_failure_leaves_nothing(run, ocisim, base, cn_args):
     result = run(cluster_network, cn_args, fail=True)
     assert 'Out of host capacity.' in result['msg'] and result['work_request_id']
     assert result['work_request_status'] == 'FAILED'
-    assert [c for c in live(ocisim, 'cluster_networks')] == []
+    assert live(ocisim, 'cluster_networks') == []
     assert gpu_instances(ocisim) == []
     assert run(cluster_info, dict(base))['billable'] == 0
 
@@ -158,4 +158,3 @@ def test_wait_timeout_reports_last_state_and_percent(run, ocisim, base, cn_args)
     assert 'percent_complete=' in result['msg']
     # Nothing is cleaned up on a timeout: the next run adopts and keeps waiting.
     assert len(live(ocisim, 'cluster_networks')) == 1
-
