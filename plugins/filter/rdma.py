@@ -94,10 +94,19 @@ def rdma_collisions(hostmap):
             if len(h) > 1]
 
 
+def rdma_netmask(address):
+    """Dotted netmask of 'a.b.c.d/n' (for ifcfg NETMASK=)."""
+    try:
+        return str(ipaddress.IPv4Interface(str(address)).netmask)
+    except ValueError as exc:
+        raise AnsibleFilterError('rdma_netmask: %r is not an IPv4 address with prefix: %s' % (address, exc))
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'rdma_address': rdma_address,
             'rdma_addresses': rdma_addresses,
             'rdma_collisions': rdma_collisions,
+            'rdma_netmask': rdma_netmask,
         }
