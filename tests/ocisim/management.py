@@ -421,6 +421,7 @@ def create_cluster_network(ctx):
 
     def done():
         if cn["lifecycleState"] != "PROVISIONING":
+            workrequests.fail(store, wr, "The cluster network was terminated while it was being created.")
             return
         if fits:
             for pool_id in cn["_pools"]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .core import invalid, missing, not_found, paginate, public, rfc3339
+from .core import invalid, missing, not_found, paginate, public
 from .web import Reply
 
 

@@ -13,7 +13,7 @@ import threading
 
 from . import admin, auth, compute, identity, imds, management, network, seed, workrequests
 from .catalog import IMAGES, ad_count, services
-from .core import DEFAULT_DURATIONS, KINDS, Clock, OciError, OcidFactory, Store, not_found, public, rfc3339
+from .core import DEFAULT_DURATIONS, KINDS, Clock, OciError, OcidFactory, Store, not_found, public
 from .faults import Calls, Faults
 from .resources import etag
 from .web import Context, DropConnection, Router, Server

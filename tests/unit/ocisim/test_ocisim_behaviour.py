@@ -259,3 +259,28 @@ def test_instance_hook_and_imds(ocisim):
     with pytest.raises(urllib.error.HTTPError) as err:
         imds("instance/")
     assert err.value.code == 404
+
+
+def test_terminate_during_provisioning(ocisim):
+    _vn, compute, cm = _clients(ocisim)
+    wr_client = oci.work_requests.WorkRequestClient(oci.config.from_file(ocisim.config_file),
+                                                    service_endpoint=ocisim.endpoint)
+    subnet_id = _subnet(ocisim)
+    ic = _gpu_config(ocisim, cm, compute, subnet_id)
+    resp = cm.create_cluster_network(_cn_details(ocisim, ic.id, subnet_id, 2))
+    ocisim.clock.advance(10)
+    members = cm.list_cluster_network_instances(ocisim.compartment_id, resp.data.id).data
+    assert {m.state for m in members} == {"Provisioning"}
+    term = cm.terminate_cluster_network(resp.data.id)
+    ocisim.wait_idle()
+    create_wr = wr_client.get_work_request(resp.headers["opc-work-request-id"]).data
+    assert create_wr.status == "FAILED"
+    assert wr_client.get_work_request(term.headers["opc-work-request-id"]).data.status == "SUCCEEDED"
+    assert cm.get_cluster_network(resp.data.id).data.lifecycle_state == "TERMINATED"
+    assert {ocisim.state.instances[m.id]["lifecycleState"] for m in members} == {"TERMINATED"}
+    # A VCN whose subnet still had those VNICs can now be torn down.
+    vcn_id = ocisim.state.subnets[subnet_id]["vcnId"]
+    vn = oci.core.VirtualNetworkClient(oci.config.from_file(ocisim.config_file), service_endpoint=ocisim.endpoint)
+    vn.delete_subnet(subnet_id)
+    vn.delete_vcn(vcn_id)
+    assert vn.get_vcn(vcn_id).data.lifecycle_state == "TERMINATED"
