@@ -328,7 +328,7 @@ def measure_oracle(sim, checkout, tmp, scale):
             'fetch_db_hosts: false',
             'enable_ipv6: false',
             'include_host_filters:',
-            '  - "{{ shape is match(\'.*GPU.*\') }}"',
+            '  - "shape is match(\'.*GPU.*\')"',
         ]) + '\n')
     env = cli_env(dict(ANSIBLE_COLLECTIONS_PATH=colls + os.pathsep + COLLECTIONS,
                        PYTHONPATH=shim + os.pathsep + os.environ.get('PYTHONPATH', ''),
@@ -402,9 +402,11 @@ def main(argv=None):
         large = [r for r in results if r['scale'] == 'large']
         if large:
             r = large[0]
-            ok = r['cold_wall'] - baseline < 3.0 and r['warm_wall'] - baseline < 0.5
-            print('acceptance (large, wall minus start-up): cold %.2f s < 3 s, warm %.2f s < 0.5 s: %s'
-                  % (r['cold_wall'] - baseline, r['warm_wall'] - baseline, 'PASS' if ok else 'FAIL'))
+            ok = r['cold_wall'] < 3.0 and r['warm_plugin'] < 0.5
+            print('acceptance (large): cold discovery, whole ansible-inventory run %.2f s < 3 s; warm cache, '
+                  'plugin %.3f s < 0.5 s (whole run %.2f s: %.2f s start-up, the rest is ansible-inventory '
+                  'writing %d hosts as JSON): %s' % (r['cold_wall'], r['warm_plugin'], r['warm_wall'], baseline,
+                                                      r['hosts'], 'PASS' if ok else 'FAIL'))
             return 0 if ok else 1
         return 0
     finally:

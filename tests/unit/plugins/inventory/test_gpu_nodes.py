@@ -348,3 +348,38 @@ def test_constructable_options(ocisim, inventory, two_clusters):
     from ansible.errors import AnsibleError
     with pytest.raises(AnsibleError):
         inventory(compose={'broken': 'no_such_variable.attr'}, strict=True)
+
+
+def test_compute_cluster_and_multi_pool_cluster_network(ocisim, inventory):
+    import oci
+    comp = ocisim.add_compartment('h100')['id']
+    two_pools = _cluster(ocisim, 'split', 4, comp, 0)  # bastion, subnets and a one-pool cluster network
+    # a second cluster network with two instance pools: membership comes from each pool's instance list
+    split2 = ocisim.seed_cluster('split2', 4, shape='BM.GPU4.8', compartment_id=comp, pools=2,
+                                 subnet_id=two_pools['private_subnet'], freeform_tags={'ocigpu-cluster': 'split'})
+    # a compute cluster (the H100 way): instances launched into it
+    compute = ocisim.client(oci.core.ComputeClient)
+    cc = compute.create_compute_cluster(oci.core.models.CreateComputeClusterDetails(
+        availability_domain=next(iter(ocisim.availability_domains)), compartment_id=comp,
+        display_name='cc-h100', freeform_tags={'ocigpu-cluster': 'split'})).data
+    members = ocisim.seed_instances(2, [comp], shape='BM.GPU.H100.8', name_prefix='split-h100',
+                                    freeform_tags={'ocigpu-cluster': 'split'}, subnet_id=two_pools['private_subnet'])
+    for iid in members:
+        ocisim.state.instances[iid]['_compute_cluster'] = cc.id
+
+    result = inventory(cluster='split')
+    by_id = result.by_id()
+    pools = {}
+    for iid in split2['instanceIds']:
+        assert by_id[iid]['oci_cluster_network_id'] == split2['id']
+        assert by_id[iid]['name'] in result.groups['cluster_network_split2']
+        pools.setdefault(by_id[iid]['oci_instance_pool_name'], []).append(by_id[iid]['name'])
+    assert sorted(pools) == ['split2-pool1', 'split2-pool2']
+    for pool, names in pools.items():
+        assert result.groups['instance_pool_' + pool.replace('-', '_')] == sorted(names)
+    assert ocisim.calls['GET /instancePools/{instancePoolId}/instances'] == 2  # only the two-pool network
+    for iid in members:
+        assert by_id[iid]['oci_compute_cluster_id'] == cc.id and by_id[iid]['oci_compute_cluster_name'] == 'cc-h100'
+        assert by_id[iid]['oci_cluster_network_id'] is None
+    assert result.groups['compute_cluster_cc_h100'] == sorted(by_id[i]['name'] for i in members)
+    assert len(result.groups['gpu_nodes']) == 4 + 4 + 2
