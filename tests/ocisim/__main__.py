@@ -23,7 +23,7 @@ PROCESS_SCALE = 0.05   # process mode: 60 s instance launch -> 3 s, 120 s cluste
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m tests.ocisim", description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.ocisim", description="Run the OCI simulator on 127.0.0.1 (see docs/ocisim.md).")
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--write-config", metavar="PATH", help="write an OCI config file (key next to it)")
     parser.add_argument("--write-env", metavar="PATH",

@@ -402,6 +402,73 @@ def detach_vnic(ctx):
     return Reply(204)
 
 
+# ---------------------------------------------------------------- compute hosts (GPU topology)
+def host_of(sim, instance):
+    """The bare-metal host under a BM instance, created on first use and stable afterwards.  Hosts of
+    one cluster network (or compute cluster) share its HPC island and network block."""
+    store = sim.store
+    host = instance.get("_host")
+    if host is not None:
+        return host
+    group = None
+    pool = store.instance_pools.get(instance.get("_pool") or "")
+    if pool and pool["_cluster_network"]:
+        group = store.cluster_networks.get(pool["_cluster_network"])
+    elif instance.get("_compute_cluster"):
+        group = store.compute_clusters.get(instance["_compute_cluster"])
+    if group is not None and "_topology" not in group:
+        group["_topology"] = (group.get("hpcIslandId") or store.ocids.new("computehpcisland"),
+                              (group.get("networkBlockIds") or [store.ocids.new("computenetworkblock")])[0])
+    island, block = group["_topology"] if group is not None else (store.ocids.new("computehpcisland"),
+                                                                  store.ocids.new("computenetworkblock"))
+    host = {"id": store.ocids.new("computehost"), "hpcIslandId": island, "networkBlockId": block,
+            "localBlockId": store.ocids.new("computelocalblock"), "timeCreated": instance["timeCreated"]}
+    instance["_host"] = host
+    return host
+
+
+def host_view(sim, instance):
+    host = host_of(sim, instance)
+    alive = instance["lifecycleState"] != "TERMINATED"
+    return {"availabilityDomain": instance["availabilityDomain"], "compartmentId": instance["compartmentId"],
+            "id": host["id"], "faultDomain": instance["faultDomain"], "hpcIslandId": host["hpcIslandId"],
+            "networkBlockId": host["networkBlockId"], "localBlockId": host["localBlockId"],
+            "gpuMemoryFabricId": None, "instanceId": instance["id"] if alive else None, "shape": instance["shape"],
+            "health": "HEALTHY", "lifecycleState": "OCCUPIED" if alive else "AVAILABLE",
+            "hasImpactedComponents": False, "timeCreated": host["timeCreated"], "timeUpdated": host["timeCreated"],
+            "displayName": "host-" + host["id"][-8:], "freeformTags": {}, "definedTags": {}}
+
+
+def _hosts(ctx):
+    comp = compartment(ctx, ctx.query.get("compartmentId"))
+    return [host_view(ctx.sim, i) for i in ctx.store.instances.values()
+            if i["compartmentId"] == comp["id"] and i["shape"].startswith("BM.") and i["_tenancy"] == ctx.tenancy]
+
+
+def list_compute_hosts(ctx):
+    items = _hosts(ctx)
+    query = ctx.query
+    if query.get("networkResourceId"):
+        rid = query["networkResourceId"]
+        items = [h for h in items if rid in (h["hpcIslandId"], h["networkBlockId"], h["localBlockId"])]
+    for param, field in (("computeHostLifecycleState", "lifecycleState"), ("computeHostHealth", "health")):
+        if query.get(param):
+            items = [h for h in items if h[field] == query[param]]
+    reply = list_reply(ctx, items, filters=[("availabilityDomain", "availabilityDomain")])
+    reply.body = {"items": reply.body}
+    return reply
+
+
+def get_compute_host(ctx):
+    for instance in ctx.store.instances.values():
+        host = instance.get("_host")
+        if host and host["id"] == ctx.params["computeHostId"] and instance["_tenancy"] == ctx.tenancy:
+            view = host_view(ctx.sim, instance)
+            view.pop("hasImpactedComponents")
+            return get_reply(view)
+    raise not_found("compute host")
+
+
 # ---------------------------------------------------------------- compute clusters
 def create_compute_cluster(ctx):
     body = ctx.body
@@ -462,6 +529,8 @@ def register(router):
     router.add("POST", "/vnicAttachments", attach_vnic)
     router.add("GET", "/vnicAttachments/{vnicAttachmentId}", get_vnic_attachment)
     router.add("DELETE", "/vnicAttachments/{vnicAttachmentId}", detach_vnic)
+    router.add("GET", "/computeHosts", list_compute_hosts)
+    router.add("GET", "/computeHosts/{computeHostId}", get_compute_host)
     router.add("POST", "/computeClusters", create_compute_cluster)
     router.add("GET", "/computeClusters", list_compute_clusters)
     router.add("GET", "/computeClusters/{computeClusterId}", get_compute_cluster)

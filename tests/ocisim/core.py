@@ -23,7 +23,6 @@ DEFAULT_DURATIONS = {
     "cluster_network_scale": 90.0,
     "cluster_network_terminate": 60.0,
     "instance_pool_create": 60.0,
-    "compute_cluster": 0.0,
     "retry_token_ttl": 24 * 3600.0,
 }
 

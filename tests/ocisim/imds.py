@@ -8,6 +8,7 @@ import calendar
 import json
 import time
 
+from . import compute
 from .catalog import region_key
 from .core import OciError
 from .web import Reply
@@ -65,24 +66,14 @@ def vnics_document(sim, instance):
 
 
 def host_document(sim, instance):
-    """GPU hosts expose their RDMA topology; identifiers are stable per instance."""
-    store = sim.store
-    host = instance.get("_host")
-    if host is None:
-        cn = None
-        pool = store.instance_pools.get(instance.get("_pool") or "")
-        if pool and pool["_cluster_network"]:
-            cn = store.cluster_networks.get(pool["_cluster_network"])
-        island = cn["hpcIslandId"] if cn else store.ocids.new("computehpcisland")
-        block = cn["networkBlockIds"][0] if cn and cn["networkBlockIds"] else store.ocids.new("computenetworkblock")
-        host = {"id": store.ocids.new("computebaremetalhost"), "networkBlockId": block,
-                "buildingId": "building-" + island[-6:], "localBlockId": store.ocids.new("computelocalblock"),
-                "rackId": "rack-" + instance["id"][-8:],
-                "rdmaTopologyData": {"customerHPCIslandId": island, "customerNetworkBlock": block,
-                                     "customerLocalBlock": "localblock-" + instance["id"][-6:],
-                                     "customerHostId": "host-" + instance["id"][-10:]}}
-        instance["_host"] = host
-    return host
+    """GPU hosts expose their RDMA topology (the same identifiers as GET /computeHosts)."""
+    host = compute.host_of(sim, instance)
+    return {"id": host["id"], "networkBlockId": host["networkBlockId"], "localBlockId": host["localBlockId"],
+            "buildingId": "building-" + host["hpcIslandId"][-6:], "rackId": "rack-" + instance["id"][-8:],
+            "rdmaTopologyData": {"customerHPCIslandId": host["hpcIslandId"],
+                                 "customerNetworkBlock": host["networkBlockId"],
+                                 "customerLocalBlock": host["localBlockId"],
+                                 "customerHostId": host["id"]}}
 
 
 def handle(sim, method, path, headers):

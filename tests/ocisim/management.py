@@ -169,11 +169,6 @@ def pool_summary(pool):
     return data
 
 
-def _pool_shape(ctx, config):
-    details = _launch_details(config)
-    return details.get("shape")
-
-
 def grow_pool(sim, pool, count, state="PROVISIONING", now=None):
     """Launch `count` more instances into the pool from its instance configuration."""
     store = sim.store
@@ -331,14 +326,14 @@ def terminate_instance_pool(ctx):
     return Reply(204)
 
 
-def instance_summary(sim, instance, pool=None):
+def instance_summary(sim, instance):
     state = instance["lifecycleState"]
     return {
         "id": instance["id"], "availabilityDomain": instance["availabilityDomain"],
         "compartmentId": instance["compartmentId"], "displayName": instance["displayName"],
         "faultDomain": instance["faultDomain"], "instanceConfigurationId": instance["instanceConfigurationId"],
         "region": sim.region, "shape": instance["shape"], "state": state.capitalize(),
-        "timeCreated": instance["timeCreated"], "loadBalancerBackends": [] if pool is not None else None,
+        "timeCreated": instance["timeCreated"], "loadBalancerBackends": [],
     }
 
 
@@ -346,7 +341,7 @@ def list_instance_pool_instances(ctx):
     compartment(ctx, ctx.query.get("compartmentId"))
     pool = owned(ctx, "instance_pools", ctx.params["instancePoolId"], "instance pool")
     items = live_members(ctx.store, pool)
-    return list_reply(ctx, items, view=lambda i: instance_summary(ctx.sim, i, pool))
+    return list_reply(ctx, items, view=lambda i: instance_summary(ctx.sim, i))
 
 
 # ---------------------------------------------------------------- cluster networks

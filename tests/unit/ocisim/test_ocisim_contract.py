@@ -332,6 +332,12 @@ def test_cluster_network_routes(api, ocisim):
         att = api.compute.list_vnic_attachments(api.comp, instance_id=member.id).data[0]
         ips.add(api.vn.get_vnic(att.vnic_id).data.private_ip)
     assert len(ips) == 4 and all(ip.startswith("10.20.1.") for ip in ips)
+    hosts = api.check(api.compute.list_compute_hosts(api.comp, network_resource_id=cn.hpc_island_id),
+                      "ComputeHostCollection", core.ComputeHostSummary).items
+    assert sorted(h.instance_id for h in hosts) == sorted(m.id for m in members)
+    assert {h.network_block_id for h in hosts} == set(cn.network_block_ids)
+    host = api.check(api.compute.get_compute_host(hosts[0].id), "ComputeHost", core.ComputeHost)
+    assert host.hpc_island_id == cn.hpc_island_id
 
     resp = cm.update_cluster_network(cn.id, core.UpdateClusterNetworkDetails(instance_pools=[
         core.UpdateClusterNetworkInstancePoolDetails(id=cn.instance_pools[0].id, size=6)]))
