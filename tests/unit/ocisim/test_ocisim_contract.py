@@ -377,8 +377,14 @@ def test_identity_routes(api, ocisim):
     assert "ap-osaka-1" in {r.name for r in regions}
 
 
-def test_every_route_was_exercised(ocisim):
+def test_every_route_was_exercised(ocisim, request):
     """Runs last in this module (pytest keeps file order): the tests above covered every route."""
+    here = [i for i in request.session.items if i.module is request.module and i.name != request.node.name]
+    expected = [n for n in dir(request.module) if n.startswith("test_") and n != request.node.name]
+    if len(here) < len(expected):
+        print("\nSKIPPED: route coverage needs the whole module; only {0} of {1} contract tests were selected".format(
+            len(here), len(expected)))
+        pytest.skip("route coverage needs every contract test of this module selected")
     served = {r.key for r in ocisim.router.routes if r.signed}
     missing = sorted(served - EXERCISED)
     assert not missing, "routes without a contract test: {0}".format(missing)
