@@ -17,6 +17,11 @@ DEAD = ("TERMINATING", "TERMINATED")
 OUT_OF_CAPACITY = "Out of host capacity."
 
 
+def out_of_capacity():
+    """What OCI answers to a launch that finds no host: HTTP 500 InternalError."""
+    return OciError(500, "InternalError", OUT_OF_CAPACITY)
+
+
 class Capacity:
     """Bare-metal hosts per (availability domain, shape).  Shapes without an entry are unlimited."""
 
@@ -271,7 +276,7 @@ def launch_instance(ctx):
     details = ctx.body
     shape, image, subnet, ad, cluster = validate_launch(ctx, details)
     if not sim.capacity.fits(ad, shape, 1):
-        raise OciError(500, "InternalError", OUT_OF_CAPACITY)
+        raise out_of_capacity()
     instance = build_instance(sim, ctx.tenancy, details, image, subnet, ad, compute_cluster=cluster)
     wr = workrequests.new(ctx.store, ctx.tenancy, instance["compartmentId"], "LaunchInstance",
                           [("instance", "IN_PROGRESS", instance["id"])], sim.durations["instance_launch"])

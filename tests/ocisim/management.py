@@ -104,7 +104,7 @@ def launch_instance_configuration(ctx):
                               (None, "compute") else None)
     shape, image, subnet, ad, cluster = compute.validate_launch(ctx, details)
     if not sim.capacity.fits(ad, shape, 1):
-        raise compute.OciError(500, "InternalError", OUT_OF_CAPACITY)
+        raise compute.out_of_capacity()
     instance = compute.build_instance(sim, ctx.tenancy, details, image, subnet, ad,
                                       instance_configuration_id=config["id"], compute_cluster=cluster)
     wr = workrequests.new(ctx.store, ctx.tenancy, instance["compartmentId"], "LaunchInstanceConfiguration",
@@ -302,7 +302,7 @@ def update_instance_pool(ctx):
         pool["instanceConfigurationId"] = body["instanceConfigurationId"]
     if body.get("size") is not None:
         if not _resize_pool(ctx, pool, int(body["size"]), ctx.sim.durations["instance_pool_create"]):
-            raise compute.OciError(500, "InternalError", OUT_OF_CAPACITY)
+            raise compute.out_of_capacity()
     return get_reply(pool, pool_view)
 
 

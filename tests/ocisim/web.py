@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import urllib.parse
@@ -11,6 +12,8 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .core import API_VERSION, OciError, invalid
+
+LOG = logging.getLogger("ocisim")
 
 
 class Route:
@@ -140,6 +143,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         except OciError as err:
             reply = Reply(err.status, {"code": err.code, "message": err.message}, err.headers)
+        except Exception as err:  # pylint: disable=broad-except
+            # A simulator bug: answer it as a 500 that names itself, never as a dropped connection
+            # (which the SDK would silently retry).
+            LOG.exception("ocisim: unhandled error for %s %s", self.command, self.path)
+            reply = Reply(500, {"code": "InternalError", "message": "ocisim bug: {0!r}".format(err)})
         payload = reply.payload()
         self.send_response(reply.status)
         self.send_header("opc-request-id", request_id)

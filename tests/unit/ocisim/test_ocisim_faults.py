@@ -122,3 +122,16 @@ def test_if_match_mismatch_is_412(ocisim):
         vn.update_vcn(resp.data.id, oci.core.models.UpdateVcnDetails(display_name="b"), if_match=etag)
     assert (err.value.status, err.value.code) == (412, "NoEtagMatch")
     assert vn.get_vcn(resp.data.id).data.display_name == "a"
+
+
+def test_a_simulator_bug_is_a_500_not_a_dropped_connection(ocisim, monkeypatch):
+    route = [r for r in ocisim.router.routes if r.key == "GET /vcns"][0]
+
+    def broken(_ctx):
+        raise KeyError("boom")
+    monkeypatch.setattr(route, "handler", broken)
+    vn = oci.core.VirtualNetworkClient(oci.config.from_file(ocisim.config_file), service_endpoint=ocisim.endpoint,
+                                       retry_strategy=oci.retry.NoneRetryStrategy())
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        vn.list_vcns(ocisim.compartment_id)
+    assert err.value.status == 500 and "ocisim bug" in err.value.message
