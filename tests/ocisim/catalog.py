@@ -39,9 +39,28 @@ def _gpu(name, ocpus, memory, gpus, gpu_desc, cpu, disks, disk_gb, bandwidth, rd
     }
 
 
+def _flex(name, cpu, max_ocpus, max_memory, memory_per_ocpu, max_bandwidth, quota_names):
+    return {
+        "shape": name, "processorDescription": cpu, "ocpus": 1.0, "memoryInGBs": float(memory_per_ocpu),
+        "gpus": 0, "gpuDescription": None, "localDisks": 0, "localDisksTotalSizeInGBs": None,
+        "localDiskDescription": None, "networkingBandwidthInGbps": 1.0, "maxVnicAttachments": 2,
+        "isFlexible": True, "rdmaPorts": 0, "rdmaBandwidthInGbps": 0, "isLiveMigrationSupported": True,
+        "isBilledForStoppedInstance": False, "billingType": "PAID", "quotaNames": quota_names,
+        "ocpuOptions": {"min": 1.0, "max": float(max_ocpus), "maxPerNumaNode": float(max_ocpus)},
+        "memoryOptions": {"minInGBs": 1.0, "maxInGBs": float(max_memory),
+                          "defaultPerOcpuInGBs": float(memory_per_ocpu), "minPerOcpuInGBs": 1.0,
+                          "maxPerOcpuInGBs": 64.0},
+        "networkingBandwidthOptions": {"minInGbps": 1.0, "maxInGbps": float(max_bandwidth),
+                                       "defaultPerOcpuInGbps": 1.0},
+        "maxVnicAttachmentOptions": {"min": 2, "max": 24.0, "defaultPerOcpu": 1.0},
+        "baselineOcpuUtilizations": None, "minTotalBaselineOcpusRequired": None, "isSubcore": False,
+        "resizeCompatibleShapes": [], "recommendedAlternatives": [],
+    }
+
+
 # Facts from the public shape documentation and the oci-hpc anchors (RDMA port counts).
 SHAPES = [
-    _gpu("BM.GPU3.8", 52, 768, 8, "8x NVIDIA V100 16 GB", "2.0 GHz Intel Xeon Platinum 8167M", 0, 0, 50, 0, 52),
+    _gpu("BM.GPU3.8", 52, 768, 8, "8x NVIDIA V100 16 GB", "2.0 GHz Intel Xeon Platinum 8167M", 0, 0, 50, 0, 24),
     _gpu("BM.GPU4.8", 64, 2048, 8, "8x NVIDIA A100 40 GB", "2.6 GHz AMD EPYC 7542 (Rome)", 4, 6800, 50, 16, 2),
     _gpu("BM.GPU.A100-v2.8", 128, 2048, 8, "8x NVIDIA A100 80 GB", "2.9 GHz AMD EPYC 7J13 (Milan)",
          4, 6800, 50, 16, 2),
@@ -51,35 +70,18 @@ SHAPES = [
          8, 3840, 200, 8, 2),
     _gpu("VM.GPU.A10.1", 15, 240, 1, "1x NVIDIA A10 24 GB", "2.6 GHz Intel Xeon Platinum 8358 (Ice Lake)",
          0, 0, 24, 0, 15),
-    {
-        "shape": "VM.Standard.E5.Flex", "processorDescription": "2.4 GHz AMD EPYC 9J14 (Genoa)",
-        "ocpus": 1.0, "memoryInGBs": 12.0, "gpus": 0, "gpuDescription": None, "localDisks": 0,
-        "localDisksTotalSizeInGBs": None, "localDiskDescription": None, "networkingBandwidthInGbps": 1.0,
-        "maxVnicAttachments": 2, "isFlexible": True, "rdmaPorts": 0, "rdmaBandwidthInGbps": 0,
-        "isLiveMigrationSupported": True, "isBilledForStoppedInstance": False, "billingType": "PAID",
-        "quotaNames": ["standard-e5-core-count", "standard-e5-memory-count"],
-        "ocpuOptions": {"min": 1.0, "max": 94.0, "maxPerNumaNode": 94.0},
-        "memoryOptions": {"minInGBs": 1.0, "maxInGBs": 1049.0, "defaultPerOcpuInGBs": 12.0,
-                          "minPerOcpuInGBs": 1.0, "maxPerOcpuInGBs": 64.0},
-        "networkingBandwidthOptions": {"minInGbps": 1.0, "maxInGbps": 40.0, "defaultPerOcpuInGbps": 1.0},
-        "maxVnicAttachmentOptions": {"min": 2, "max": 24.0, "defaultPerOcpu": 1.0},
-        "baselineOcpuUtilizations": ["BASELINE_1_8", "BASELINE_1_2", "BASELINE_1_1"],
-        "minTotalBaselineOcpusRequired": None, "isSubcore": False,
-        "resizeCompatibleShapes": ["VM.Standard.E4.Flex", "VM.Standard3.Flex"], "recommendedAlternatives": [],
-    },
-    {
-        "shape": "VM.Standard.E4.Flex", "processorDescription": "2.55 GHz AMD EPYC 7J13 (Milan)",
-        "ocpus": 1.0, "memoryInGBs": 16.0, "gpus": 0, "gpuDescription": None, "localDisks": 0,
-        "localDisksTotalSizeInGBs": None, "localDiskDescription": None, "networkingBandwidthInGbps": 1.0,
-        "maxVnicAttachments": 2, "isFlexible": True, "rdmaPorts": 0, "rdmaBandwidthInGbps": 0,
-        "isLiveMigrationSupported": True, "isBilledForStoppedInstance": False, "billingType": "PAID",
-        "quotaNames": ["standard-e4-core-count", "standard-e4-memory-count"],
-        "ocpuOptions": {"min": 1.0, "max": 64.0, "maxPerNumaNode": 64.0},
-        "memoryOptions": {"minInGBs": 1.0, "maxInGBs": 1024.0, "defaultPerOcpuInGBs": 16.0,
-                          "minPerOcpuInGBs": 1.0, "maxPerOcpuInGBs": 64.0},
-        "baselineOcpuUtilizations": None, "minTotalBaselineOcpusRequired": None, "isSubcore": False,
-        "resizeCompatibleShapes": [], "recommendedAlternatives": [],
-    },
+    _gpu("BM.GPU.B200.8", 128, 4096, 8, "8x NVIDIA B200 180 GB", "2.0 GHz Intel Xeon Platinum 8570 (Emerald Rapids)",
+         8, 3840, 400, 8, 2),
+    _gpu("VM.GPU.A10.2", 30, 480, 2, "2x NVIDIA A10 24 GB", "2.6 GHz Intel Xeon Platinum 8358 (Ice Lake)",
+         0, 0, 48, 0, 24),
+    _flex("VM.Standard.E5.Flex", "2.4 GHz AMD EPYC 9J14 (Genoa)", 94, 1049, 12, 40,
+          ["standard-e5-core-count", "standard-e5-memory-count"]),
+    _flex("VM.Standard.E4.Flex", "2.55 GHz AMD EPYC 7J13 (Milan)", 64, 1024, 16, 40,
+          ["standard-e4-core-count", "standard-e4-memory-count"]),
+    _flex("VM.Standard3.Flex", "2.6 GHz Intel Xeon Platinum 8358 (Ice Lake)", 32, 512, 16, 32,
+          ["standard3-core-count", "standard3-memory-count"]),
+    _flex("VM.Optimized3.Flex", "3.0 GHz Intel Xeon Gold 6354 (Ice Lake)", 18, 256, 14, 40,
+          ["optimized3-core-count", "optimized3-memory-count"]),
 ]
 SHAPES_BY_NAME = {s["shape"]: s for s in SHAPES}
 GPU_SHAPES = tuple(s["shape"] for s in SHAPES if s["gpus"])
@@ -87,7 +89,7 @@ GPU_SHAPES = tuple(s["shape"] for s in SHAPES if s["gpus"])
 # Hosts per availability domain and shape before launches fail with "Out of host capacity.".
 # Shapes not listed have no limit.
 DEFAULT_CAPACITY = {"BM.GPU3.8": 16, "BM.GPU4.8": 64, "BM.GPU.A100-v2.8": 64, "BM.GPU.H100.8": 64,
-                    "BM.GPU.H200.8": 64, "VM.GPU.A10.1": 32}
+                    "BM.GPU.H200.8": 64, "BM.GPU.B200.8": 64, "VM.GPU.A10.1": 32, "VM.GPU.A10.2": 32}
 
 # (display name, operating system, version, gpu image, creation date, size MB)
 IMAGES = [

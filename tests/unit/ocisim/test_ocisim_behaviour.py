@@ -284,3 +284,20 @@ def test_terminate_during_provisioning(ocisim):
     vn.delete_subnet(subnet_id)
     vn.delete_vcn(vcn_id)
     assert vn.get_vcn(vcn_id).data.lifecycle_state == "TERMINATED"
+
+
+def test_shape_catalogue_agrees_with_the_collection_shape_table(ocisim):
+    """The simulator serves every shape of plugins/module_utils/_shapes.py with the same facts."""
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._shapes import SHAPES  # pylint: disable=import-outside-toplevel
+    compute = ocisim.client(oci.core.ComputeClient)
+    served = {s.shape: s for s in oci.pagination.list_call_get_all_results(compute.list_shapes,
+                                                                           ocisim.compartment_id).data}
+    for name, facts in SHAPES.items():
+        assert name in served, name
+        shape = served[name]
+        assert shape.gpus == facts["gpu_count"], name
+        assert (shape.local_disks or 0) == facts["nvme_count"], name
+        if facts.get("ocpus"):
+            assert (shape.ocpus, shape.memory_in_gbs) == (facts["ocpus"], facts["memory_gb"]), name
+        else:
+            assert shape.is_flexible, name
