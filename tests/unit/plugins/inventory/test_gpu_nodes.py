@@ -18,13 +18,17 @@ _MU = 'ansible_collections.ocigpu.cluster.plugins.module_utils.'
 
 
 def _plugin_loader():
-    """Ansible's collection loader, installed once. Modules imported earlier from the plain
-    `ansible_collections` namespace (pytest's pythonpath) are dropped so that the loader owns them."""
+    """Ansible's collection loader, installed once.
+
+    Packages imported earlier from the plain `ansible_collections` namespace (pytest's pythonpath)
+    are dropped so that the loader re-creates them with the collection's metadata. Modules already
+    imported (module_utils that other tests hold and patch) stay, so everyone keeps sharing them."""
     from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
     from ansible.plugins.loader import init_plugin_loader, inventory_loader
     if not any(isinstance(f, _AnsibleCollectionFinder) for f in sys.meta_path):
-        for name in list(sys.modules):
-            if name == 'ansible_collections' or name.startswith('ansible_collections.'):
+        for name, module in list(sys.modules.items()):
+            if (name == 'ansible_collections' or name.startswith('ansible_collections.')) and \
+                    hasattr(module, '__path__'):
                 del sys.modules[name]
         init_plugin_loader([bench.COLLECTIONS])
     return inventory_loader
