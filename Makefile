@@ -13,6 +13,7 @@ help:
 demo:
 	bash tests/infra/host.sh
 	bash tests/infra/venv.sh
+	bash tests/infra/build-image.sh
 	bash tests/demo/run.sh
 
 test:

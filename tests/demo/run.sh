@@ -6,7 +6,12 @@
 #      cluster network) with playbooks/provision.yml
 #   3. run provision again: everything is adopted, nothing changes
 #   4. discover the cluster with the gpu_nodes inventory plugin
-#   5. tear it down with playbooks/teardown.yml and check that nothing billable is left
+#   5. configure the nodes: each launched instance has a local stand-in (a systemd container at
+#      its private IP, started by the simulator's instance hook, tests/demo/standin.sh); the
+#      common and slurm roles run on them, then `srun -N2 hostname` runs across the two nodes
+#   6. tear it down with playbooks/teardown.yml and check that nothing billable is left
+#
+# The stand-ins have no GPUs, NVMe disks or RDMA NICs, so the roles that need those are not run.
 #
 # DEMO_KEEP=1 leaves the simulator running at the end (its PID and endpoint are printed).
 set -euo pipefail
@@ -23,10 +28,22 @@ step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 declare -a done_steps=()
 record() { done_steps+=("$(printf '%-58s %4ss' "$1" "$2")"); }
 
-step "1. Starting the OCI simulator"
-python -m tests.ocisim --port 0 --write-config "$work/oci/config" > "$work/sim.json" 2> "$work/sim.log" &
+remove_standins() {
+  local ids
+  ids=$(podman ps -aq --filter label=ocigpu-demo=1)
+  [ -z "$ids" ] || podman rm -f -t 2 $ids >/dev/null
+  ! podman network exists ocigpu-demo || podman network rm ocigpu-demo >/dev/null
+}
+
+step "1. Starting the OCI simulator, with local stand-ins for the instances it launches"
+remove_standins
+# The demo VCN is 198.18.120.0/22, so the stand-ins live on the machine's own test network.
+podman network create --subnet 198.18.120.0/24 --subnet 198.18.121.0/24 ocigpu-demo >/dev/null
+python -m tests.ocisim --port 0 --write-config "$work/oci/config" \
+  --on-instance "bash $OCIGPU_ROOT/tests/demo/standin.sh" --hook-log "$work/standins.log" \
+  > "$work/sim.json" 2> "$work/sim.log" &
 sim_pid=$!
-cleanup() { if [ -z "${DEMO_KEEP:-}" ]; then kill "$sim_pid" 2>/dev/null || true; fi; }
+cleanup() { if [ -z "${DEMO_KEEP:-}" ]; then kill "$sim_pid" 2>/dev/null || true; remove_standins; fi; }
 trap cleanup EXIT
 for _ in $(seq 50); do [ -s "$work/sim.json" ] && break; sleep 0.2; done
 [ -s "$work/sim.json" ] || die "the simulator did not start; see $work/sim.log"
@@ -42,6 +59,9 @@ ssh_source_cidrs: [203.0.113.10/32]
 ssh_public_key_file: $work/id_ed25519.pub
 gpu_shape: BM.GPU4.8
 gpu_node_count: 2
+vcn_cidr: 198.18.120.0/22
+public_subnet_cidr: 198.18.120.0/24
+private_subnet_cidr: 198.18.121.0/24
 oci_config_file: $work/oci/config
 oci_service_endpoint: $endpoint
 YAML
@@ -51,6 +71,17 @@ compartments: [$compartment]
 cluster: demo
 config_file: $work/oci/config
 service_endpoint: $endpoint
+# The stand-ins are reached through podman instead of SSH through the bastion.
+compose:
+  ansible_connection: "'containers.podman.podman'"
+  ansible_host: "'ocigpu-demo-' ~ oci_display_name"
+YAML
+cat > "$work/standin-vars.yml" <<YAML
+# Stand-ins are containers: no metadata service, and Slurm without cgroup containment.
+ocigpu_use_imds: false
+slurm_proctrack_type: proctrack/linuxproc
+slurm_task_plugin: task/none
+slurm_jobacct_gather_type: jobacct_gather/linux
 YAML
 echo "cluster vars: $work/cluster.yml"
 
@@ -81,9 +112,24 @@ n=$(jq '.gpu_nodes.hosts | length' "$work/inventory.json")
 [ "$n" -eq 2 ] || die "expected 2 GPU nodes in the inventory, found $n"
 record "inventory discovery" $(( $(date +%s) - start ))
 
-step "5. Tearing down, then checking that nothing billable is left"
+step "5. Configuring the stand-in nodes (roles common and slurm), then srun across both nodes"
+for _ in $(seq 60); do
+  [ "$(podman ps -q --filter label=ocigpu-demo=1 --filter status=running | wc -l)" -ge 3 ] && break; sleep 1
+done
+podman ps --filter label=ocigpu-demo=1 --format '   {{.Names}} {{.Status}}'
+run_playbook "configure (common, slurm)" "$work/configure.log" -i "$work/demo.gpu_nodes.yml" \
+  playbooks/configure.yml --tags common,slurm -e "@$work/standin-vars.yml"
+start=$(date +%s)
+podman exec ocigpu-demo-demo-bastion sinfo | sed 's/^/   /'
+podman exec ocigpu-demo-demo-bastion srun -N2 -l hostname | sort | sed 's/^/   srun: /'
+[ "$(podman exec ocigpu-demo-demo-bastion srun -N2 hostname | sort -u | wc -l)" -eq 2 ] || die "srun did not answer from both nodes"
+record "srun -N2 across the stand-ins" $(( $(date +%s) - start ))
+
+step "6. Tearing down, then checking that nothing billable is left"
 run_playbook "teardown" "$work/teardown.log" playbooks/teardown.yml -e "@$work/cluster.yml"
 grep -o 'Nothing billable of demo is left.' "$work/teardown.log" | head -n1 | sed 's/^/   /'
+for _ in $(seq 30); do [ -z "$(podman ps -aq --filter label=ocigpu-demo=1)" ] && break; sleep 1; done
+echo "   stand-ins left: $(podman ps -aq --filter label=ocigpu-demo=1 | wc -l)"
 
 step "Demo finished"
 printf '   %s\n' "${done_steps[@]}"
