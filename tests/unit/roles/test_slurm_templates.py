@@ -1,0 +1,178 @@
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""roles/slurm templates rendered by Ansible's own templating engine with the role's defaults and
+vars, for inventories the molecule scenario cannot have: GPU nodes (Gres lines, GresTypes,
+gres.conf AutoDetect per node), mixed PMIx support, overrides, and which changes need a restart.
+Also the expression in tasks/facts.yml that turns node_facts into a node's GPU count and type."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+ROLE = pathlib.Path(__file__).resolve().parents[3] / 'roles' / 'slurm'
+
+
+def trust(obj):
+    if isinstance(obj, str):
+        return trust_as_template(obj)
+    if isinstance(obj, dict):
+        return {k: trust(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [trust(v) for v in obj]
+    return obj
+
+
+def facts(name, ip, vcpus=128, sockets=2, cores=32, threads=2, mem=2063720):
+    return {'hostname': name, 'default_ipv4': {'address': ip}, 'processor_vcpus': vcpus,
+            'processor_count': sockets, 'processor_cores': cores,
+            'processor_threads_per_core': threads, 'memtotal_mb': mem}
+
+
+def gpu_node(name, ip, count=8, gtype='a100', pmix=True, nvml=False, nvidia=True, **kw):
+    return {'ansible_facts': facts(name, ip, **kw), '__slurm_node_gpus': {'count': count, 'type': gtype},
+            '__slurm_node_caps': {'pmix': pmix, 'nvml': nvml, 'nvidia': nvidia}}
+
+
+def templar(nodes, **overrides):
+    loader = DataLoader()
+    loader.set_basedir(str(ROLE / 'templates'))
+    variables = trust(yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text()))
+    variables.update(trust(yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())))
+    variables.update(trust(overrides))
+    hostvars = {'bastion': {'ansible_facts': facts('bastion', '10.0.0.2', 4, 1, 2, 2, 15000)}}
+    hostvars.update(nodes)
+    variables.update(hostvars=hostvars, inventory_hostname='bastion', ansible_managed='managed',
+                     groups={'slurm_controller': ['bastion'], 'gpu_nodes': list(nodes)})
+    return Templar(loader=loader, variables=variables)
+
+
+def render(name, nodes, **overrides):
+    text = (ROLE / 'templates' / name).read_text()
+    return templar(nodes, **overrides).template(trust_as_template(text))
+
+
+def conf(text):
+    """slurm.conf's key=value lines (not NodeName/PartitionName) as a dict."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r'^([A-Za-z]+)=(.*)$', line)
+        if m and m.group(1) not in ('NodeName', 'PartitionName'):
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+GPU_NODES = {'gpu-1': gpu_node('gpu-1', '10.0.1.11'), 'gpu-2': gpu_node('gpu-2', '10.0.1.12', nvml=True)}
+
+
+def test_gpu_nodes_get_gres_and_topology_from_facts():
+    text = render('slurm.conf.j2', GPU_NODES)
+    assert ('NodeName=gpu-1 NodeAddr=10.0.1.11 CPUs=128 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 '
+            'RealMemory=1960534 Gres=gpu:a100:8 State=UNKNOWN') in text.splitlines()
+    # 2063720 MB less 5 %, rounded down
+    assert 1960534 == int(2063720 * 95 / 100)
+    c = conf(text)
+    assert c['GresTypes'] == 'gpu'
+    assert c['SlurmctldHost'] == 'bastion(10.0.0.2)'
+    assert c['SlurmctldParameters'] == 'enable_configless'
+    assert c['SelectType'] == 'select/cons_tres'
+    assert c['MpiDefault'] == 'pmix'
+    assert c['Prolog'] == '/etc/slurm/prolog.d/*'
+    assert 'AccountingStorageType' not in c
+    assert 'PartitionName=compute Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO' in text
+
+
+def test_gres_conf_follows_each_nodes_plugins():
+    nodes = dict(GPU_NODES)
+    nodes['gpu-3'] = gpu_node('gpu-3', '10.0.1.13', count=4, gtype='h100', nvml=False, nvidia=False)
+    lines = [ln for ln in render('gres.conf.j2', nodes).splitlines() if ln and not ln.startswith('#')]
+    assert lines == [
+        'NodeName=gpu-1 AutoDetect=nvidia',
+        'NodeName=gpu-2 AutoDetect=nvml',
+        'NodeName=gpu-3 AutoDetect=off Name=gpu Type=h100 File=/dev/nvidia[0-3]',
+    ]
+    forced = render('gres.conf.j2', nodes, slurm_gres_autodetect='off')
+    assert 'NodeName=gpu-2 AutoDetect=off Name=gpu Type=a100 File=/dev/nvidia[0-7]' in forced
+
+
+def test_nodes_without_gpus_have_no_gres_and_pmi2_when_one_lacks_pmix():
+    nodes = {'cpu-1': gpu_node('cpu-1', '198.18.10.11', count=0, pmix=True, vcpus=2, sockets=1, cores=2, threads=1, mem=24000),
+             'cpu-2': gpu_node('cpu-2', '198.18.10.12', count=0, pmix=False, vcpus=2, sockets=1, cores=2, threads=1, mem=24000)}
+    text = render('slurm.conf.j2', nodes)
+    assert 'Gres' not in text
+    assert conf(text)['MpiDefault'] == 'pmi2'
+    assert 'NodeName=cpu-1 NodeAddr=198.18.10.11 CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=22800 State=UNKNOWN' in text
+    assert [ln for ln in render('gres.conf.j2', nodes).splitlines() if ln and not ln.startswith('#')] == []
+
+
+def test_overrides_and_omit():
+    text = render('slurm.conf.j2', GPU_NODES,
+                  slurm_config={'SchedulerType': 'omit', 'MaxJobCount': 50000, 'ReturnToService': 1},
+                  slurm_mpi_default='pmi2', slurm_accounting_enabled=True,
+                  slurm_extra_nodes=['NodeName=cloud-[1-4] CPUs=128 State=CLOUD'])
+    c = conf(text)
+    assert 'SchedulerType' not in c
+    assert c['MaxJobCount'] == '50000'
+    assert c['ReturnToService'] == '1'
+    assert c['MpiDefault'] == 'pmi2'
+    assert c['AccountingStorageType'] == 'accounting_storage/slurmdbd'
+    assert c['AccountingStorageTRES'] == 'gres/gpu'
+    assert 'NodeName=cloud-[1-4] CPUs=128 State=CLOUD' in text.splitlines()
+
+
+def test_cgroup_conf_defaults_and_omit():
+    text = render('cgroup.conf.j2', GPU_NODES, slurm_cgroup_config={'ConstrainSwapSpace': 'omit', 'AllowedRAMSpace': 98})
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith('#')]
+    assert lines == ['CgroupPlugin=autodetect', 'ConstrainCores=yes', 'ConstrainDevices=yes',
+                     'ConstrainRAMSpace=yes', 'AllowedRAMSpace=98']
+
+
+@pytest.mark.parametrize('change, restart', [
+    ({'slurm_partition_options': {'Default': 'YES', 'MaxTime': '24:00:00', 'State': 'UP'}}, False),
+    ({'slurm_config': {'SlurmdTimeout': 600}}, False),
+    ({'slurm_mpi_default': 'pmi2'}, False),
+    ({'slurm_proctrack_type': 'proctrack/linuxproc'}, True),
+    ({'slurm_slurmd_port': 7818}, True),
+    ({'slurm_extra_nodes': ['NodeName=cloud-1 State=CLOUD']}, True),
+])
+def test_restart_keys_change_only_for_settings_that_need_a_restart(change, restart):
+    before = render('restart-keys.j2', GPU_NODES)
+    after = render('restart-keys.j2', GPU_NODES, **change)
+    assert (before != after) is restart
+    assert render('slurm.conf.j2', GPU_NODES) != render('slurm.conf.j2', GPU_NODES, **change)
+
+
+def test_adding_a_node_needs_a_restart():
+    nodes = dict(GPU_NODES, **{'gpu-3': gpu_node('gpu-3', '10.0.1.13')})
+    assert render('restart-keys.j2', GPU_NODES) != render('restart-keys.j2', nodes)
+
+
+def _gpu_expression():
+    tasks = yaml.safe_load((ROLE / 'tasks' / 'facts.yml').read_text())
+    task = next(t for t in tasks if t['name'] == "Record the node's GPUs")
+    return task['ansible.builtin.set_fact']['__slurm_node_gpus']
+
+
+@pytest.mark.parametrize('node_facts, expected', [
+    ({'gpus': {'source': 'detected', 'count': 8, 'model': 'NVIDIA A100-SXM4-40GB'},
+      'shape_facts': {'gpu_model': 'A100', 'gpu_count': 8}}, {'count': 8, 'type': 'a100'}),
+    # driver not loaded yet: the shape's count, so that slurmd reports the shortfall
+    ({'gpus': {'source': 'none', 'count': 0}, 'shape_facts': {'gpu_model': 'H100', 'gpu_count': 8}},
+     {'count': 8, 'type': 'h100'}),
+    # unknown shape (e.g. a VM): what was detected, type from the device name
+    ({'gpus': {'source': 'detected', 'count': 2, 'model': 'NVIDIA H200'}, 'shape_facts': {}},
+     {'count': 2, 'type': 'h200'}),
+    ({'gpus': {'source': 'none', 'count': 0}, 'shape_facts': {}}, {'count': 0, 'type': 'gpu'}),
+    ({}, {'count': 0, 'type': 'gpu'}),
+])
+def test_node_gpus_from_node_facts(node_facts, expected):
+    expr = _gpu_expression()
+    t = templar({}, __slurm_nf=node_facts)
+    got = {'count': int(t.template(trust_as_template(expr['count']))),
+           'type': str(t.template(trust_as_template(expr['type']))).strip()}
+    assert got == expected
