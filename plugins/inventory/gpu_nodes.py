@@ -194,7 +194,7 @@ else:
     _make_unsafe = None
 
 try:
-    import oci  # noqa: F401 pylint: disable=unused-import
+    import oci
     from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import (
         OCIConfigError, Retrier, build_config, create_client)
     HAS_OCI = True
@@ -273,22 +273,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             raise AnsibleError('ocigpu.cluster.gpu_nodes: cannot tell the tenancy OCID from the auth options')
         regions = self.get_option('regions') or [config['region']]
 
-        per_region = {}
+        if signer is None:
+            # API key: one signer for every client (each client would otherwise load the key again).
+            signer = create_client(oci.identity.IdentityClient, params, (config, None)).base_client.signer
         local = threading.local()
-        lock = threading.Lock()
 
         def client_for(client_cls, region):
-            # One client per thread, region and class: the SDK's HTTP session is not shared.
-            clients = getattr(local, 'clients', None)
-            if clients is None:
-                clients = local.clients = {}
+            # One client per worker thread, region and class, so no HTTP session is shared between threads.
+            clients = local.__dict__.setdefault('clients', {})
             key = (client_cls, region)
             if key not in clients:
-                with lock:
-                    if region not in per_region:
-                        region_config = dict(config, region=region)
-                        per_region[region] = (region_config, signer)
-                clients[key] = create_client(client_cls, dict(params, region=region), per_region[region])
+                clients[key] = create_client(client_cls, dict(params, region=region),
+                                             (dict(config, region=region), signer))
             return clients[key]
 
         retrier = Retrier(attempts=params['api_retries'] or 8, max_seconds=params['api_retry_max_seconds'] or 600)

@@ -71,8 +71,8 @@ def format_error(record):
 class Discovery:
     """Find GPU nodes and bastions in one or more regions and compartment trees.
 
-    ``client_for(client_class, region)`` returns an SDK client for the region (the caller owns
-    authentication and endpoints); ``retrier.call(fn)`` retries one request (``_oci.Retrier``).
+    ``client_for(client_class, region)`` returns an SDK client for the region, for the calling
+    thread (each worker thread resolves its own; the caller owns authentication and endpoints); ``retrier.call(fn)`` retries one request (``_oci.Retrier``).
     ``tenancy_id`` is the root used for the compartment listing.
     """
 
@@ -101,6 +101,10 @@ class Discovery:
         with self._lock:
             self.calls += n
 
+    def _client(self, spec):
+        """The client for a (client class, region) spec, in the calling thread."""
+        return self._client_for(*spec)
+
     def _call(self, fn, *args, **kwargs):
         """One request, retried; every attempt is counted."""
         def counted():
@@ -110,7 +114,7 @@ class Discovery:
 
     def _list(self, client, method, *args, **kwargs):
         """Every item of a paged list call; each page is retried on its own."""
-        fn = getattr(client, method)
+        fn = getattr(self._client(client), method)
         kwargs.setdefault('limit', self.page_limit)
         items = []
         while True:
@@ -123,7 +127,7 @@ class Discovery:
             kwargs['page'] = page
 
     def _get(self, client, method, *args, **kwargs):
-        return self._call(getattr(client, method), *args, **kwargs).data
+        return self._call(getattr(self._client(client), method), *args, **kwargs).data
 
     def _fail(self, operation, exc, **scope):
         with self._lock:
@@ -144,7 +148,7 @@ class Discovery:
 
     def _compartments(self, pool):
         """{compartment_id: name} for the configured roots and (where asked) their subtrees."""
-        identity = self._client_for(oci.identity.IdentityClient, self.regions[0])
+        identity = (oci.identity.IdentityClient, self.regions[0])
         wanted = {}
         need_tree = any(c.get('subtree', True) for c in self.compartments)
         jobs = []
@@ -183,8 +187,8 @@ class Discovery:
     def _per_compartment(self, pool, compartments):
         jobs = []
         for region in self.regions:
-            compute = self._client_for(oci.core.ComputeClient, region)
-            mgmt = self._client_for(oci.core.ComputeManagementClient, region)
+            compute = (oci.core.ComputeClient, region)
+            mgmt = (oci.core.ComputeManagementClient, region)
             for cid in compartments:
                 scope = dict(region=region, compartment_id=cid)
                 kw = {}
@@ -271,7 +275,7 @@ class Discovery:
 
             jobs = []
             for sid, region in subnets.items():
-                net = self._client_for(oci.core.VirtualNetworkClient, region)
+                net = (oci.core.VirtualNetworkClient, region)
                 scope = dict(region=region, resource_id=sid)
                 jobs.append((('subnet', sid), 'get_subnet', scope,
                              lambda n=net, s=sid: self._get(n, 'get_subnet', s)))
@@ -279,7 +283,7 @@ class Discovery:
                              lambda n=net, s=sid: self._list(n, 'list_private_ips', subnet_id=s)))
             pool_of_cn = {}
             for cnid, (region, cn) in cluster_networks.items():
-                mgmt = self._client_for(oci.core.ComputeManagementClient, region)
+                mgmt = (oci.core.ComputeManagementClient, region)
                 cn_pools = [p.id for p in (cn.instance_pools or [])]
                 for pid in cn_pools:
                     pool_of_cn[pid] = cnid
@@ -291,18 +295,18 @@ class Discovery:
                 cnid = pool_of_cn.get(pid)
                 if cnid and len(cluster_networks[cnid][1].instance_pools or []) == 1:
                     continue  # its cluster network's instance list already says which pool
-                mgmt = self._client_for(oci.core.ComputeManagementClient, region)
+                mgmt = (oci.core.ComputeManagementClient, region)
                 jobs.append((('pool_instances', pid), 'list_instance_pool_instances',
                              dict(region=region, resource_id=pid),
                              lambda m=mgmt, p=ip: self._list(m, 'list_instance_pool_instances',
                                                              p.compartment_id, p.id)))
             for ccid, (region, cc) in compute_clusters.items():
-                compute = self._client_for(oci.core.ComputeClient, region)
+                compute = (oci.core.ComputeClient, region)
                 jobs.append((('cc_instances', ccid), 'list_instances', dict(region=region, resource_id=ccid),
                              lambda c=compute, cc=cc: self._list(c, 'list_instances', cc.compartment_id,
                                                                  compute_cluster_id=cc.id)))
             for image_id, region in images.items():
-                compute = self._client_for(oci.core.ComputeClient, region)
+                compute = (oci.core.ComputeClient, region)
                 jobs.append((('image', image_id), 'get_image', dict(region=region, resource_id=image_id),
                              lambda c=compute, i=image_id: self._image(c, i)))
             found = self._run_all(pool, jobs)
@@ -323,7 +327,7 @@ class Discovery:
             jobs = []
             for iid, att in primary.items():
                 if att.subnet_id in public_subnets:
-                    net = self._client_for(oci.core.VirtualNetworkClient, instances[iid][0])
+                    net = (oci.core.VirtualNetworkClient, instances[iid][0])
                     jobs.append((att.vnic_id, 'get_vnic', dict(region=instances[iid][0], resource_id=att.vnic_id),
                                  lambda n=net, v=att.vnic_id: self._get(n, 'get_vnic', v)))
             vnics = self._run_all(pool, jobs)
