@@ -85,7 +85,7 @@ def test_seed001_provision_rerun_teardown(simulator, tmp_path):
     built = json.loads((tmp_path / 'built.json').read_text())
     state = everything(simulator)
     running = [i for i in state['instances'] if i.lifecycle_state == 'RUNNING']
-    assert sorted(i.shape for i in running) == ['BM.GPU4.8', 'BM.GPU4.8', 'VM.Standard.E5.Flex']
+    assert sorted(i.shape for i in running) == ['BM.GPU4.8', 'BM.GPU4.8', 'VM.Optimized3.Flex']
     assert [c.lifecycle_state for c in state['cluster_networks']] == ['RUNNING']
     assert len(state['vcns']) == 1 and state['vcns'][0].cidr_block == '10.0.0.0/16'
     assert {n['id'] for n in built['cluster_network']['nodes']} == {i.id for i in running if i.shape == 'BM.GPU4.8'}
