@@ -165,6 +165,8 @@ def validate_launch(ctx, details, compartment_id=None):
     subnet = owned(ctx, "subnets", subnet_id, "subnet")
     if subnet["lifecycleState"] != "AVAILABLE":
         raise conflict("Subnet {0} is not available.".format(subnet_id), "IncorrectState")
+    if vnic.get("assignPublicIp") and subnet["prohibitPublicIpOnVnic"]:
+        raise invalid("Subnet {0} prohibits public IPs on VNICs; assignPublicIp must be false.".format(subnet_id))
     if subnet["availabilityDomain"] and subnet["availabilityDomain"] != ad:
         raise invalid("Subnet {0} is in another availability domain.".format(subnet_id))
     cluster = None
@@ -218,8 +220,11 @@ def build_instance(sim, tenancy, details, image, subnet, ad, state="PROVISIONING
     }
     store.instances[inst_id] = instance
     vnic_state = "AVAILABLE"
-    vnic = network.create_vnic(store, tenancy, subnet, instance, 0, vnic_details.get("assignPublicIp", False) and
-                               not subnet["prohibitPublicIpOnVnic"], hostname,
+    # OCI's default: a public IP when the subnet allows one.
+    assign_public = vnic_details.get("assignPublicIp")
+    if assign_public is None:
+        assign_public = not subnet["prohibitPublicIpOnVnic"]
+    vnic = network.create_vnic(store, tenancy, subnet, instance, 0, assign_public, hostname,
                                vnic_details.get("displayName") or display, vnic_details.get("privateIp"),
                                vnic_state, now_str)
     attach = {

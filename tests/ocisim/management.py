@@ -222,6 +222,14 @@ def _pool_running(sim, pool):
     pool["currentSize"] = len(live_members(sim.store, pool))
 
 
+def _check_public_ip(ctx, config, placements):
+    wants = ((_launch_details(config).get("createVnicDetails") or {}).get("assignPublicIp"))
+    for place in placements:
+        if wants and ctx.store.subnets[place["primarySubnetId"]]["prohibitPublicIpOnVnic"]:
+            raise invalid("Instance configuration {0} asks for a public IP but subnet {1} prohibits it.".format(
+                config["id"], place["primarySubnetId"]))
+
+
 def _pool_config(ctx, config_id):
     config = owned(ctx, "instance_configurations", config_id, "instance configuration")
     details = _launch_details(config)
@@ -239,6 +247,7 @@ def create_instance_pool(ctx):
     compartment(ctx, body["compartmentId"])
     config, shape = _pool_config(ctx, body["instanceConfigurationId"])
     placements = _pool_placements(ctx, body["placementConfigurations"])
+    _check_public_ip(ctx, config, placements)
     size = int(body["size"])
     pool = _new_pool(ctx, body, config, placements, size, body.get("displayName") or "instancepool", ctx.tenancy,
                      None)
@@ -383,6 +392,7 @@ def create_cluster_network(ctx):
             raise invalid("Shape {0} is not supported in a cluster network.".format(shape))
         if int(item["size"]) < 1:
             raise invalid("instancePools[].size must be at least 1.")
+        _check_public_ip(ctx, config, placements)
         configs.append((item, config))
         needed[shape] = needed.get(shape, 0) + int(item["size"])
     ad = place["availabilityDomain"]

@@ -301,3 +301,30 @@ def test_shape_catalogue_agrees_with_the_collection_shape_table(ocisim):
             assert (shape.ocpus, shape.memory_in_gbs) == (facts["ocpus"], facts["memory_gb"]), name
         else:
             assert shape.is_flexible, name
+
+
+def test_public_ip_follows_the_subnet_by_default(ocisim):
+    vn, compute, _cm = _clients(ocisim)
+    vcn = vn.create_vcn(core.CreateVcnDetails(compartment_id=ocisim.compartment_id, cidr_block="10.60.0.0/16")).data
+    public = vn.create_subnet(core.CreateSubnetDetails(compartment_id=ocisim.compartment_id, vcn_id=vcn.id,
+                                                       cidr_block="10.60.0.0/24")).data
+    private = vn.create_subnet(core.CreateSubnetDetails(compartment_id=ocisim.compartment_id, vcn_id=vcn.id,
+                                                        cidr_block="10.60.1.0/24", prohibit_public_ip_on_vnic=True)).data
+    image = _image_id(compute, ocisim, "Oracle-Linux-9.6-2025.10.23-0")
+
+    def launch(subnet_id, assign=None):
+        return compute.launch_instance(core.LaunchInstanceDetails(
+            availability_domain=list(ocisim.availability_domains)[0], compartment_id=ocisim.compartment_id,
+            shape="VM.Standard.E5.Flex", source_details=core.InstanceSourceViaImageDetails(image_id=image),
+            create_vnic_details=core.CreateVnicDetails(subnet_id=subnet_id, assign_public_ip=assign))).data
+
+    def vnic_of(inst):
+        att = compute.list_vnic_attachments(ocisim.compartment_id, instance_id=inst.id).data[0]
+        return vn.get_vnic(att.vnic_id).data
+
+    assert vnic_of(launch(public.id)).public_ip
+    assert vnic_of(launch(public.id, False)).public_ip is None
+    assert vnic_of(launch(private.id)).public_ip is None
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        launch(private.id, True)
+    assert err.value.status == 400
