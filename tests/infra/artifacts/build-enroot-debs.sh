@@ -33,7 +33,10 @@ chmod 0755 "$r/usr/bin/enroot"
 for h in enroot-mksquashovlfs enroot-aufs2ovlfs; do
   printf '#!/bin/sh\necho "%s test stand-in" >&2\nexit 1\n' "$h" > "$r/usr/bin/$h"; chmod 0755 "$r/usr/bin/$h"
 done
-printf '#ENROOT_RUNTIME_PATH ${XDG_RUNTIME_DIR}/enroot\n#ENROOT_SQUASH_OPTIONS -comp lzo -noD\n' > "$r/etc/enroot/enroot.conf"
+cat > "$r/etc/enroot/enroot.conf" <<'CONF'
+#ENROOT_RUNTIME_PATH ${XDG_RUNTIME_DIR}/enroot
+#ENROOT_SQUASH_OPTIONS -comp lzo -noD
+CONF
 printf '# Drop-ins for enroot.conf (*.conf, read in order)\n' > "$r/etc/enroot/enroot.conf.d/README"
 for h in 50-slurm-pmi.sh 50-slurm-pytorch.sh 50-mig-config.sh 50-sharp.sh; do
   printf '#!/usr/bin/env bash\n# %s (test stand-in)\nexit 0\n' "$h" > "$r/usr/share/enroot/hooks.d/$h"
