@@ -61,7 +61,7 @@ common=(-i /tmp/inventory.yml playbooks/validate.yml -e validate_hosts=localhost
   -e nccl_tests_shape=BM.GPU.H200.8 -e "nccl_tests_gpu_count=$NGPU" -e "nccl_tests_args='$SIZES'"
   -e nccl_tests_archive_src="$PWD/.nccl-src/v$VERSION.tar.gz" -e nccl_tests_install_dir=/opt/nccl-tests
   -e '{"nccl_tests_health_hcas": []}' -e nccl_tests_scratch_path=
-  -e nccl_tests_nvcc_gencode=-gencode=arch=compute_90,code=sm_90 -e nccl_tests_build_jobs=32
+  -e 'nccl_tests_nvcc_gencode=-gencode=arch=compute_90,code=sm_90' -e nccl_tests_build_jobs=32
   -e "{\"nccl_tests_env\": {\"NCCL_NVLS_ENABLE\": \"0\", \"NCCL_SOCKET_IFNAME\": \"$IFACE\"}}")
 
 echo "=== 1. validate.yml with the shape's gate (expected to fail below 8 GPUs)"
@@ -70,7 +70,8 @@ python3 -m ansible playbook "${common[@]}" -e nccl_tests_report_dir=/tmp/report-
 echo "validate.yml (shape gate) exit status: $?"
 
 echo "=== 2. direct all_reduce_perf"
-/opt/nccl-tests/$VERSION/build/all_reduce_perf $SIZES -g "$NGPU" | tee "$OUT/direct.txt"
+read -ra size_args <<< "$SIZES"
+/opt/nccl-tests/$VERSION/build/all_reduce_perf "${size_args[@]}" -g "$NGPU" | tee "$OUT/direct.txt"
 echo "direct exit status: ${PIPESTATUS[0]}"
 
 echo "=== 3. validate.yml with the $NGPU-GPU threshold $SINGLE_GBPS GB/s, plus the mpirun launcher on one host"
