@@ -134,6 +134,8 @@ class OCIModule(object):
         spec = _oci.auth_argument_spec()
         if wait:
             spec.update(_oci.wait_argument_spec(self.WAIT_TIMEOUT))
+            if wait == 'timeout_only':  # the module always waits; only the time limit is an option
+                del spec['wait']
         if tags:
             spec.update(tag_argument_spec())
         spec.update(argument_spec)

@@ -60,6 +60,9 @@ attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying the target.
     support: full
+    details:
+      - OCIDs that earlier tasks would only create are null in check mode; they are accepted, so a C(--check) run
+        of a whole provisioning play on an empty compartment predicts every resource.
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
@@ -141,7 +144,8 @@ class ClusterNetwork(ResourceModule):
         if p['state'] != 'present':
             return
         for option in ('instance_configuration_id', 'node_count', 'availability_domain', 'subnet_id'):
-            if p[option] is None:
+            # In check mode, ids that earlier tasks would only create are null: accepted, to predict the run.
+            if p[option] is None and not (self.check_mode and option.endswith('_id')):
                 raise InputError('%s: required with state=present' % option)
         if p['node_count'] < 1:
             raise InputError('node_count: %d; a cluster network needs at least 1 node (use state=absent to remove it)'
@@ -149,7 +153,7 @@ class ClusterNetwork(ResourceModule):
 
     def find(self):
         self.ops = _cluster.ClusterOps(self)
-        if self.params['state'] == 'present':
+        if self.params['state'] == 'present' and self.params['instance_configuration_id']:
             self.ops.check_configuration(self.params['instance_configuration_id'])
         items = self.session.list_all(self.session.compute_management.list_cluster_networks,
                                       self.params['compartment_id'], display_name=self.name)

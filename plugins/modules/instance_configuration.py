@@ -36,6 +36,9 @@ attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying the target.
     support: full
+    details:
+      - OCIDs that earlier tasks would only create are null in check mode; they are accepted, so a C(--check) run
+        of a whole provisioning play on an empty compartment predicts every resource.
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
@@ -105,7 +108,7 @@ class InstanceConfiguration(ResourceModule):
 
     def validate(self):
         if self.params['state'] == 'present':
-            self.spec = _launch.LaunchSpec(self.params)
+            self.spec = _launch.LaunchSpec(self.params, self.check_mode)
 
     def find_all(self):
         items = self.session.list_all(self.session.compute_management.list_instance_configurations,

@@ -27,9 +27,14 @@ description:
     for each.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
-  - ocigpu.cluster.oci.WAIT
   - ocigpu.cluster.oci.TAGS
 options:
+  wait_timeout:
+    description:
+      - Seconds to wait for each part to become AVAILABLE (or to be deleted). The module always waits, since each
+        part depends on the ones before it. On timeout the task fails and names the part and its last state.
+    type: int
+    default: 1200
   vcn_cidr:
     description: CIDR of the VCN.
     type: str
@@ -189,7 +194,7 @@ def main():
         ssh_source_cidrs=dict(type='list', elements='str'),
         extra_ingress_rules=dict(type='list', elements='dict', options=rule, default=[]),
         state=dict(type='str', choices=['present', 'absent'], default='present'),
-    )).run()
+    ), wait='timeout_only').run()
 
 
 if __name__ == '__main__':

@@ -35,14 +35,14 @@ def simulator(tmp_path):
         proc.wait(timeout=30)
 
 
-def playbook(name, sim, tmp_path, **extra_vars):
+def playbook(name, sim, tmp_path, check=False, **extra_vars):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'),
                OCI_CONFIG_FILE=sim['config_file'], OCI_CONFIG_PROFILE=sim['profile'], OCI_REGION=sim['region'],
                OCIGPU_SERVICE_ENDPOINT=sim['endpoint'], ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='0',
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING='0',
                ANSIBLE_CALLBACKS_ENABLED='ansible.posix.profile_tasks')
     cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', 'localhost,', os.path.join(PLAYBOOKS, name),
-           '-e', json.dumps(dict(compartment_id=sim['compartment_id'], **extra_vars))]
+           '-e', json.dumps(dict(compartment_id=sim['compartment_id'], **extra_vars))] + (['--check'] if check else [])
     # cwd outside the checkout: the repository's ansible.cfg (callbacks, fact cache) stays out of it.
     out = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
     print(out.stdout[-4000:], out.stderr[-2000:])
@@ -79,6 +79,11 @@ def test_seed001_provision_rerun_teardown(simulator, tmp_path):
         .list_availability_domains(simulator['compartment_id']).data)[0]
     variables = dict(ssh_public_key=key, admin_cidrs=['203.0.113.0/24'], availability_domain=ad,
                      result_file=str(tmp_path / 'built.json'))
+
+    # --check on the empty compartment predicts every resource and creates none.
+    predicted = playbook('provision.yml', simulator, tmp_path, check=True, **variables)
+    assert predicted['changed'] == 4
+    assert everything(simulator) == dict(instances=[], cluster_networks=[], instance_configurations=[], vcns=[])
 
     first = playbook('provision.yml', simulator, tmp_path, **variables)
     assert first['changed'] >= 4

@@ -158,3 +158,18 @@ def test_wait_timeout_reports_last_state_and_percent(run, ocisim, base, cn_args)
     assert 'percent_complete=' in result['msg']
     # Nothing is cleaned up on a timeout: the next run adopts and keeps waiting.
     assert len(live(ocisim, 'cluster_networks')) == 1
+
+
+def test_check_mode_predicts_a_whole_provisioning_run(run, ocisim, base, ad, ssh_key):
+    net = run(network, dict(base, ssh_source_cidrs=['203.0.113.0/24']), check=True)['network']
+    assert net['private_subnet_id'] is None
+    cfg = run(instance_configuration, dict(base, shape='BM.GPU4.8', image_name=IMAGE, subnet_id=None,
+                                           availability_domain=ad, ssh_authorized_keys=[ssh_key]), check=True)
+    assert cfg['changed'] and cfg['instance_configuration']['id'] is None
+    cn = run(cluster_network, dict(base, instance_configuration_id=None, node_count=2, availability_domain=ad,
+                                   subnet_id=None), check=True)
+    assert cn['changed'] and cn['cluster_network']['node_count'] == 2
+    assert mutations(ocisim) == 0
+    # Outside check mode the same null ids are an error.
+    assert run(cluster_network, dict(base, instance_configuration_id=None, node_count=2, availability_domain=ad,
+                                     subnet_id=None), fail=True)['msg'].startswith('instance_configuration_id:')
