@@ -4,10 +4,11 @@
 # the exit status is non-zero when any stage failed.
 #
 # Select stages with STAGES="lint sanity unit molecule integration" and molecule scenarios with
-# SCENARIOS="common firewall" (default: every folder under molecule/).
+# SCENARIOS="common firewall" (default: every folder under molecule/ with a molecule.yml);
+# MOLECULE_JOBS=N runs N scenarios at a time (default 1).
 set -uo pipefail
 . "$(dirname "$0")/infra/lib.sh"
-cd "$OCIGPU_ROOT"
+cd "$OCIGPU_ROOT" || exit 1
 
 STAGES=${STAGES:-setup images lint sanity unit molecule integration}
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
@@ -39,9 +40,41 @@ stage() {
 }
 
 scenarios() {
+  # shellcheck disable=SC2086  # SCENARIOS is a space-separated list
   if [ -n "${SCENARIOS:-}" ]; then printf '%s\n' $SCENARIOS; return; fi
   local d
   for d in molecule/*/molecule.yml; do [ -e "$d" ] && basename "$(dirname "$d")"; done
+}
+
+# parallel_molecule: MOLECULE_JOBS scenarios at a time, each logging to its own file; the summary
+# lines come in the order the scenarios finish.
+parallel_molecule() {
+  local sc running=0 results=$LOGDIR/.molecule-results
+  : > "$results"
+  run_one() {
+    local sc=$1 start rc dur
+    start=$(date +%s)
+    molecule test -s "$sc" > "$LOGDIR/molecule:$sc.log" 2>&1
+    rc=$?
+    dur=$(( $(date +%s) - start ))
+    printf '%s %s %s\n' "$sc" "$rc" "$dur" >> "$results"
+    printf '==> %s molecule:%s %ss\n' "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL)" "$sc" "$dur"
+  }
+  for sc in $(scenarios); do
+    if [ "$running" -ge "$MOLECULE_JOBS" ]; then wait -n; running=$((running - 1)); fi
+    log "stage molecule:$sc (in parallel, log: $LOGDIR/molecule:$sc.log)"
+    run_one "$sc" &
+    running=$((running + 1))
+  done
+  wait
+  while read -r sc rc dur; do
+    if [ "$rc" -eq 0 ]; then
+      summary+=("$(printf 'PASS  %-34s %5ss' "molecule:$sc" "$dur")"); n_pass=$((n_pass + 1))
+    else
+      summary+=("$(printf 'FAIL  %-34s %5ss  (rc=%s, log: %s)' "molecule:$sc" "$dur" "$rc" "tests/output/logs/molecule:$sc.log")"); n_fail=$((n_fail + 1))
+      tail -n 40 "$LOGDIR/molecule:$sc.log"
+    fi
+  done < "$results"
 }
 
 total_start=$(date +%s)
@@ -61,9 +94,13 @@ for s in $STAGES; do
     unit)
       stage unit:pytest pytest -p no:cacheprovider tests/unit ;;
     molecule)
-      for sc in $(scenarios); do
-        stage "molecule:$sc" molecule test -s "$sc"
-      done ;;
+      if [ "${MOLECULE_JOBS:-1}" -le 1 ]; then
+        for sc in $(scenarios); do
+          stage "molecule:$sc" molecule test -s "$sc"
+        done
+      else
+        parallel_molecule
+      fi ;;
     integration)
       if compgen -G 'tests/integration/test_*.py' >/dev/null; then
         stage integration:pytest pytest -p no:cacheprovider tests/integration
