@@ -133,3 +133,28 @@ def test_clients_have_no_sdk_retry_and_no_circuit_breaker(tmp_path):
     assert c.base_client.endpoint == 'http://127.0.0.1:9/20160918'
     assert isinstance(c.retry_strategy, oci.retry.NoneRetryStrategy)
     assert isinstance(c.base_client.circuit_breaker_strategy, oci.circuit_breaker.NoCircuitBreakerStrategy)
+
+
+def test_security_token_auth_builds_a_token_signer(tmp_path):
+    import oci
+    from tests.unit.plugins.module_utils._keys import write_config
+    cfg = write_config(tmp_path)
+    token = tmp_path / 'token'
+    token.write_text('header.payload.signature\n')
+    with open(cfg, 'a') as f:
+        f.write('security_token_file=%s\n' % token)
+    config, signer = _oci.build_config({'config_file': cfg, 'auth_type': 'security_token', 'region': 'us-ashburn-1'})
+    assert isinstance(signer, oci.auth.signers.SecurityTokenSigner) and config['region'] == 'us-ashburn-1'
+
+
+def test_security_token_auth_without_token_file_names_the_option(tmp_path):
+    from tests.unit.plugins.module_utils._keys import write_config
+    with pytest.raises(_oci.OCIConfigError, match='^auth_type=security_token: .*no security_token_file'):
+        _oci.build_config({'config_file': write_config(tmp_path), 'auth_type': 'security_token'})
+
+
+def test_out_of_capacity_is_not_retried():
+    fn = flaky([ServiceError(500, 'InternalError', {}, 'Out of host capacity.')])
+    with pytest.raises(ServiceError):
+        _oci.Retrier(clock=FakeClock()).call(fn)
+    assert len(fn.calls) == 1
