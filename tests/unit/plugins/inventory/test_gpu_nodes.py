@@ -62,6 +62,7 @@ def inventory(ocisim, tmp_path, monkeypatch):
     def run(use_cache=True, **options):
         config = dict(plugin=PLUGIN, **ocisim.auth_args())
         config.update(options)
+        config = {k: v for k, v in config.items() if v is not None}  # None: leave the option unset
         path = tmp_path / 'test.gpu_nodes.yml'
         path.write_text(yaml.safe_dump(config))
         plugin = loader.get(PLUGIN)
@@ -387,3 +388,14 @@ def test_compute_cluster_and_multi_pool_cluster_network(ocisim, inventory):
         assert by_id[iid]['oci_cluster_network_id'] is None
     assert result.groups['compute_cluster_cc_h100'] == sorted(by_id[i]['name'] for i in members)
     assert len(result.groups['gpu_nodes']) == 4 + 4 + 2
+
+
+def test_service_endpoint_from_the_environment(ocisim, inventory, two_clusters, monkeypatch):
+    monkeypatch.setenv('OCIGPU_SERVICE_ENDPOINT', ocisim.endpoint)
+    args = ocisim.auth_args()
+    result = inventory(service_endpoint=None, config_file=args['config_file'], cluster='alpha')
+    assert set(result.by_id()) == set(two_clusters['alpha']['nodes'] + [two_clusters['alpha']['bastion']])
+    monkeypatch.setenv('OCIGPU_SERVICE_ENDPOINT', 'http://127.0.0.1:9')  # nothing listens there
+    from ansible.errors import AnsibleError
+    with pytest.raises(AnsibleError, match='failed after retries'):
+        inventory(service_endpoint=None, api_retries=1)
