@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from . import compute, management, workrequests
+from . import compute, management, network, workrequests
 from .catalog import GPU_SHAPES
 from .core import rfc3339
 
@@ -23,23 +23,31 @@ def _image_for(sim, shape):
 
 
 def seed_network(sim, compartment_id, cidr="10.0.0.0/16", subnet_prefix=None, name="seed", tenancy=None):
-    """A VCN with one regional subnet covering it (or a /subnet_prefix slice of it)."""
+    """A VCN with one regional subnet covering it (or the first /subnet_prefix slice of it)."""
     store = sim.store
-    tenancy = tenancy or sim.tenancy_id
+    tenancy = tenancy or store.compartments[compartment_id]["_tenancy"]
     with store.lock:
         net = ipaddress.ip_network(cidr)
         subnet_net = next(net.subnets(new_prefix=subnet_prefix)) if subnet_prefix else net
-        ctx = sim.internal_context(tenancy)
-        from .network import create_subnet, create_vcn  # pylint: disable=import-outside-toplevel
-        ctx.raw_body = None
-        ctx._json = {"compartmentId": compartment_id, "cidrBlock": str(net), "displayName": name + "-vcn",
-                     "dnsLabel": "".join(c for c in name if c.isalnum())[:15] or "seed"}
-        vcn = store.vcns[create_vcn(ctx).body["id"]]
-        ctx._json = {"compartmentId": compartment_id, "cidrBlock": str(subnet_net), "vcnId": vcn["id"],
-                     "displayName": name + "-subnet", "dnsLabel": "sub"}
-        subnet = store.subnets[create_subnet(ctx).body["id"]]
-        vcn["lifecycleState"] = subnet["lifecycleState"] = "AVAILABLE"
+        ctx = sim.internal_context(tenancy, {"compartmentId": compartment_id, "cidrBlock": str(net),
+                                             "displayName": name + "-vcn",
+                                             "dnsLabel": "".join(c for c in name if c.isalnum())[:15] or "seed"})
+        vcn = store.vcns[network.create_vcn(ctx).body["id"]]
+        vcn["lifecycleState"] = "AVAILABLE"
+        subnet = seed_subnet(sim, vcn["id"], str(subnet_net), name + "-subnet", dns_label="sub")
         return vcn, subnet
+
+
+def seed_subnet(sim, vcn_id, cidr, name="subnet", prohibit_public_ip=False, dns_label=None):
+    store = sim.store
+    with store.lock:
+        vcn = store.vcns[vcn_id]
+        ctx = sim.internal_context(vcn["_tenancy"], {
+            "compartmentId": vcn["compartmentId"], "cidrBlock": cidr, "vcnId": vcn_id, "displayName": name,
+            "dnsLabel": dns_label, "prohibitPublicIpOnVnic": bool(prohibit_public_ip)})
+        subnet = store.subnets[network.create_subnet(ctx).body["id"]]
+        subnet["lifecycleState"] = "AVAILABLE"
+        return subnet
 
 
 def seed_instances(sim, count, compartments=1, shape="VM.Standard.E5.Flex", state="RUNNING", name_prefix="node",

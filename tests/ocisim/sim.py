@@ -238,6 +238,10 @@ class Simulator:
         """Returns (vcn, subnet) stored dicts."""
         return seed.seed_network(self, compartment_id or self.compartment_id, cidr, **kwargs)
 
+    def seed_subnet(self, vcn_id, cidr, name="subnet", prohibit_public_ip=False, dns_label=None):
+        """Another AVAILABLE subnet in a seeded VCN; returns the stored dict."""
+        return seed.seed_subnet(self, vcn_id, cidr, name, prohibit_public_ip, dns_label)
+
     # ------------------------------------------------------------ serving
     @property
     def port(self):
@@ -281,8 +285,9 @@ class Simulator:
         return client_class(self.sdk_config(), **kwargs)
 
     # ------------------------------------------------------------ request handling
-    def internal_context(self, tenancy):
-        ctx = Context(self, "POST", "", {}, {}, b"", {})
+    def internal_context(self, tenancy, body=None):
+        """A request context for calling handlers directly (seeding), as `tenancy`, with a JSON body."""
+        ctx = Context(self, "POST", "", {}, {}, json.dumps(body or {}).encode("utf-8"), {})
         ctx.tenancy = tenancy
         return ctx
 

@@ -54,6 +54,17 @@ def test_seeding_512_gpu_nodes_in_32_cluster_networks(ocisim):
     assert sum(len(c["instanceIds"]) for c in clusters) == 512
 
 
+def test_seed_network_and_private_subnet(ocisim):
+    vcn, public = ocisim.seed_network(cidr="10.70.0.0/16", subnet_prefix=24, name="bench")
+    private = ocisim.seed_subnet(vcn["id"], "10.70.1.0/24", "bench-private", prohibit_public_ip=True)
+    ids = ocisim.seed_instances(3, [ocisim.compartment_id], subnet_id=private["id"], assign_public_ip=False)
+    vn = ocisim.client(oci.core.VirtualNetworkClient)
+    assert {s.id for s in vn.list_subnets(ocisim.compartment_id, vcn_id=vcn["id"]).data} == {public["id"], private["id"]}
+    ips = sorted(p.ip_address for p in vn.list_private_ips(subnet_id=private["id"]).data)
+    assert ips == ["10.70.1.2", "10.70.1.3", "10.70.1.4"] and len(ids) == 3
+    assert vn.get_subnet(private["id"]).data.prohibit_public_ip_on_vnic
+
+
 def _admin(endpoint, method, path, body=None):
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(endpoint + "/_admin" + path, data=data, method=method,
