@@ -173,3 +173,14 @@ def test_check_mode_predicts_a_whole_provisioning_run(run, ocisim, base, ad, ssh
     # Outside check mode the same null ids are an error.
     assert run(cluster_network, dict(base, instance_configuration_id=None, node_count=2, availability_domain=ad,
                                      subnet_id=None), fail=True)['msg'].startswith('instance_configuration_id:')
+
+
+def test_eleven_429s_in_a_row_do_not_open_a_circuit_breaker(run, ocisim, base, cn_args):
+    """More consecutive throttles than the SDK circuit breaker's threshold (10): our retries ride them out."""
+    ocisim.calls.reset()
+    ocisim.faults.throttle('*', count=11)
+    result = run(cluster_network, dict(cn_args, api_retries=12))
+    assert result['changed'] and len(result['cluster_network']['nodes']) == 2
+    # The module's first call (reading the instance configuration) took all 11 throttles and its 12th attempt.
+    assert ocisim.calls.count('GET /instanceConfigurations/*') == 12, ocisim.calls.as_dict()
+    assert ocisim.calls['POST /clusterNetworks'] == 1 and len(live(ocisim, 'cluster_networks')) == 1
