@@ -1,0 +1,444 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Slurm power saving on OCI: ResumeProgram / SuspendProgram / ResumeFailProgram logic.
+
+Slurm calls the program installed by the slurm_autoscaler role with a hostlist of State=CLOUD
+nodes (``gpu-[1-4,7]``):
+
+- resume: the nodes get one RDMA cluster network (ClusterOps.create, the same code path as the
+  cluster_network module), the program waits until it is RUNNING and tells Slurm each node's
+  address with ``scontrol update nodename=... nodeaddr=... nodehostname=...``. A cluster network
+  that already carries these Slurm names is adopted, so a repeated resume never launches twice.
+  A failed create (e.g. "Out of host capacity.") is terminated before the program reports the
+  failure, so nothing billable is left, and the nodes are handed back to Slurm (power down).
+- suspend / resume-fail: the nodes are marked released; a cluster network whose nodes are all
+  released is terminated.
+
+Which Slurm names a cluster network carries is recorded on OCI itself, in the freeform tag
+``ocigpu-slurm-nodes`` (a compressed hostlist), next to ``ocigpu-cluster``; the only local state
+is the set of released names of cluster networks that are still partly in use.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import ClusterOps
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
+    CLUSTER_TAG, InputError, attr, cluster_tags, is_live)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError, WaitFailed, Waiter
+
+NODES_TAG = 'ocigpu-slurm-nodes'
+AUTOSCALER_TAG = 'ocigpu-autoscaler'
+MAX_TAG_VALUE = 256  # OCI's limit on a freeform tag value
+
+DEFAULTS = dict(
+    auth=dict(auth_type='instance_principal'),
+    wait_timeout=1800,
+    max_nodes_per_cluster_network=0,
+    state_file='/var/lib/ocigpu-autoscaler/state.json',
+    log_file='/var/log/ocigpu-autoscaler/autoscaler.log',
+    scontrol='scontrol',
+    resume_fail_reason_prefix='ocigpu-autoscaler',
+    node_setup_command=[],
+    freeform_tags={},
+)
+REQUIRED = ('cluster_name', 'compartment_id', 'availability_domain', 'subnet_id', 'instance_configuration_id', 'nodes')
+
+log = logging.getLogger('ocigpu.autoscaler')
+
+
+# Hostlists ---------------------------------------------------------------------------------------
+
+def _split_top(expr):
+    """Split on commas that are outside brackets."""
+    parts, depth, cur = [], 0, ''
+    for ch in expr:
+        if ch == '[':
+            depth += 1
+        elif ch == ']':
+            depth -= 1
+            if depth < 0:
+                raise InputError('hostlist: unbalanced "]" in %r' % expr)
+        if ch == ',' and depth == 0:
+            parts.append(cur)
+            cur = ''
+        else:
+            cur += ch
+    if depth != 0:
+        raise InputError('hostlist: unbalanced "[" in %r' % expr)
+    parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _expand_one(name):
+    m = re.match(r'^([^\[]*)\[([^\]]*)\](.*)$', name)
+    if not m:
+        if not re.match(r'^[A-Za-z0-9._-]+$', name):
+            raise InputError('hostlist: %r is not a node name' % name)
+        return [name]
+    prefix, ranges, rest = m.groups()
+    out = []
+    for item in ranges.split(','):
+        item = item.strip()
+        rm = re.match(r'^(\d+)(?:-(\d+))?$', item)
+        if not rm:
+            raise InputError('hostlist: %r in %r is not a number or a range' % (item, name))
+        lo, hi = rm.group(1), rm.group(2) or rm.group(1)
+        if int(hi) < int(lo):
+            raise InputError('hostlist: range %s is backwards in %r' % (item, name))
+        width = len(lo) if lo.startswith('0') and len(lo) > 1 else 0
+        tails = _expand_one(rest) if rest else ['']
+        for n in range(int(lo), int(hi) + 1):
+            out.extend(prefix + str(n).zfill(width) + tail for tail in tails)
+    return out
+
+
+def expand_hostlist(expr):
+    """Slurm hostlist -> node names in order, duplicates removed: 'gpu-[1-3,7],cpu-1'."""
+    seen, names = set(), []
+    for part in _split_top(expr or ''):
+        for name in _expand_one(part):
+            if name not in seen:
+                seen.add(name)
+                names.append(name)
+    return names
+
+
+def _natural(name):
+    m = re.match(r'^(.*?)(\d+)$', name)
+    return (m.group(1), int(m.group(2)), name) if m else (name, -1, name)
+
+
+def compress_hostlist(names):
+    """Node names -> the shortest simple hostlist: ['gpu-1','gpu-2','gpu-3','gpu-7'] -> 'gpu-[1-3,7]'."""
+    groups, order, plain = {}, [], []
+    for name in sorted(set(names), key=_natural):
+        m = re.match(r'^(.*?)(\d+)$', name)
+        if not m:
+            plain.append(name)
+            continue
+        prefix, digits = m.groups()
+        width = len(digits) if digits.startswith('0') and len(digits) > 1 else 0
+        key = (prefix, width)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(int(digits))
+    parts = list(plain)
+    for prefix, width in order:
+        nums = groups[(prefix, width)]
+        runs, start, prev = [], nums[0], nums[0]
+        for n in nums[1:] + [None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            runs.append(str(start).zfill(width) if start == prev else '%s-%s' % (str(start).zfill(width), str(prev).zfill(width)))
+            if n is not None:
+                start = prev = n
+        parts.append('%s%s' % (prefix, runs[0]) if len(runs) == 1 and '-' not in runs[0] else '%s[%s]' % (prefix, ','.join(runs)))
+    return ','.join(parts)
+
+
+# Configuration -----------------------------------------------------------------------------------
+
+def load_config(path):
+    """Read the JSON written by the role; fill defaults; raise InputError naming a missing key."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (IOError, OSError, ValueError) as exc:
+        raise InputError('config: cannot read %s: %s' % (path, exc))
+    return check_config(data)
+
+
+def check_config(data):
+    config = dict(DEFAULTS)
+    config.update(data or {})
+    missing = [k for k in REQUIRED if not config.get(k)]
+    if missing:
+        raise InputError('config: %s missing' % ', '.join(missing))
+    config['node_names'] = expand_hostlist(config['nodes'])
+    if int(config['max_nodes_per_cluster_network']) < 0:
+        raise InputError('max_nodes_per_cluster_network: must be 0 (no limit) or more')
+    return config
+
+
+# State file (released names) ---------------------------------------------------------------------
+
+class StateFile(object):
+    """A small JSON file, read-modify-written under an flock so resume and suspend can overlap."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def update(self, fn):
+        directory = os.path.dirname(self.path) or '.'
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o700)
+        with open(self.path + '.lock', 'a') as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                state = self.read()
+                result = fn(state)
+                fd, tmp = tempfile.mkstemp(dir=directory, prefix='.state-')
+                with os.fdopen(fd, 'w') as f:
+                    json.dump(state, f, indent=1, sort_keys=True)
+                os.rename(tmp, self.path)
+                return result
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def read(self):
+        try:
+            with open(self.path) as f:
+                state = json.load(f)
+        except (IOError, OSError, ValueError):
+            state = {}
+        state.setdefault('released', [])
+        return state
+
+
+# The autoscaler ----------------------------------------------------------------------------------
+
+class ResumeFailed(Exception):
+    def __init__(self, message, **details):
+        super(ResumeFailed, self).__init__(message)
+        self.message = message
+        self.details = details
+
+
+class Autoscaler(object):
+
+    def __init__(self, config, session=None, waiter=None):
+        self.config = config
+        self.session = session or _oci.OCISession(dict(config['auth']))
+        self.waiter = waiter or Waiter(self.session, timeout=int(config['wait_timeout']))
+        self.ops = ClusterOps(session=self.session, waiter=self.waiter, compartment_id=config['compartment_id'], wait=True)
+        self.state = StateFile(config['state_file'])
+
+    # what is in OCI
+    def cluster_networks(self):
+        """Live cluster networks this autoscaler made: [(model, [slurm names])]."""
+        items = self.session.list_all(self.session.compute_management.list_cluster_networks, self.config['compartment_id'])
+        found = []
+        for cn in items:
+            tags = attr(cn, 'freeform_tags') or {}
+            if not is_live(cn) or tags.get(CLUSTER_TAG) != self.config['cluster_name'] or NODES_TAG not in tags:
+                continue
+            found.append((cn, expand_hostlist(tags[NODES_TAG])))
+        return found
+
+    def _check_names(self, names):
+        if not names:
+            raise InputError('hostlist: no node names given')
+        unknown = [n for n in names if n not in self.config['node_names']]
+        if unknown:
+            raise InputError('hostlist: %s not among the autoscaled nodes %s' % (
+                compress_hostlist(unknown), self.config['nodes']))
+
+    def _display_name(self, names):
+        return '%s-%s' % (self.config['cluster_name'], re.sub(r'[^A-Za-z0-9]+', '-', compress_hostlist(names)).strip('-'))
+
+    def _chunks(self, names):
+        if not names:
+            return []
+        size = int(self.config['max_nodes_per_cluster_network']) or len(names)
+        return [names[i:i + size] for i in range(0, len(names), size)]
+
+    # resume
+    def resume(self, hostlist):
+        """Make the nodes exist; return [{name, id, private_ip, hostname, cluster_network_id}]."""
+        names = expand_hostlist(hostlist)
+        self._check_names(names)
+        self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in names]))
+        mapping, todo = [], list(names)
+        for cn, carried in self.cluster_networks():
+            if not set(carried) & set(todo):
+                continue
+            log.info('resume: adopting cluster network %s (%s, %s) for %s', cn.id, cn.lifecycle_state,
+                     compress_hostlist(carried), compress_hostlist(set(carried) & set(todo)))
+            if cn.lifecycle_state != 'RUNNING':
+                cn = self.ops.wait_running(cn.id)
+            mapping.extend(m for m in self._map(cn, carried) if m['name'] in todo)
+            todo = [n for n in todo if n not in carried]
+        for chunk in self._chunks(todo):
+            mapping.extend(self._create(chunk))
+        order = dict((n, i) for i, n in enumerate(names))
+        return sorted(mapping, key=lambda m: order[m['name']])
+
+    def _create(self, names):
+        carried = compress_hostlist(names)
+        if len(carried) > MAX_TAG_VALUE:
+            raise InputError('hostlist: %s is too long for one tag; lower max_nodes_per_cluster_network' % carried)
+        tags = cluster_tags(self.config['cluster_name'], self.config['freeform_tags'])
+        tags[NODES_TAG] = carried
+        tags[AUTOSCALER_TAG] = 'true'
+        want = dict(node_count=len(names), instance_configuration_id=self.config['instance_configuration_id'],
+                    availability_domain=self.config['availability_domain'], subnet_id=self.config['subnet_id'],
+                    freeform_tags=tags)
+        name = self._display_name(names)
+        log.info('resume: creating cluster network %s with %d node(s) for %s', name, len(names), carried)
+        try:
+            cn = self.ops.create(name, want)
+        except WaitFailed as exc:
+            resource_id = exc.details.get('resource_id')
+            if resource_id:
+                log.error('resume: %s; terminating cluster network %s', exc.message, resource_id)
+                self.ops.terminate(resource_id, wait=True)
+            reason = '; '.join(e.get('message') or e.get('code') or '' for e in exc.details.get('errors') or []) or exc.message
+            raise ResumeFailed('cluster network for %s failed: %s' % (carried, reason), nodes=carried,
+                               cleaned_up=bool(resource_id), **exc.details)
+        except WaitError as exc:  # timeout: leave it; a later resume or resume-fail adopts or terminates it
+            raise ResumeFailed('cluster network for %s: %s' % (carried, exc.message), nodes=carried, **exc.details)
+        log.info('resume: cluster network %s RUNNING (work request %s)', cn.id, self.ops.work_request_id)
+        return self._map(cn, names)
+
+    def _map(self, cn, names):
+        nodes = self.ops.describe(cn)['nodes']
+        nodes = sorted(nodes, key=lambda n: (n['id']))
+        if len(nodes) < len(names):
+            raise ResumeFailed('cluster network %s has %d running node(s) for %d Slurm name(s) %s' % (
+                cn.id, len(nodes), len(names), compress_hostlist(names)), cluster_network_id=cn.id)
+        ordered = sorted(names, key=_natural)
+        return [dict(name=name, id=node['id'], private_ip=node['private_ip'],
+                     hostname=node['hostname_label'] or node['display_name'], cluster_network_id=cn.id)
+                for name, node in zip(ordered, nodes)]
+
+    # suspend
+    def suspend(self, hostlist, wait=True):
+        """Release the nodes; terminate each cluster network whose nodes are all released.
+
+        Returns {'terminated': [ids], 'waiting': [{'cluster_network_id', 'in_use'}]}."""
+        names = expand_hostlist(hostlist)
+        self._check_names(names)
+        def release(state):
+            state['released'] = sorted(set(state['released']) | set(names), key=_natural)
+            return list(state['released'])
+        released = self.state.update(release)
+        result = dict(terminated=[], waiting=[])
+        done = set()
+        for cn, carried in self.cluster_networks():
+            if not set(carried) & set(names):
+                continue
+            in_use = [n for n in carried if n not in released]
+            if in_use:
+                log.info('suspend: cluster network %s keeps running for %s', cn.id, compress_hostlist(in_use))
+                result['waiting'].append(dict(cluster_network_id=cn.id, in_use=compress_hostlist(in_use)))
+                continue
+            log.info('suspend: terminating cluster network %s (%s)', cn.id, compress_hostlist(carried))
+            self.ops.terminate(cn.id, wait=wait)
+            result['terminated'].append(cn.id)
+            done.update(carried)
+        if done:
+            self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in done]))
+        return result
+
+    def status(self):
+        return [dict(id=cn.id, display_name=cn.display_name, lifecycle_state=cn.lifecycle_state,
+                     nodes=compress_hostlist(carried)) for cn, carried in self.cluster_networks()]
+
+
+# Slurm side --------------------------------------------------------------------------------------
+
+def scontrol_address_commands(scontrol, mapping):
+    """One `scontrol update` per node with its address and host name."""
+    return [[scontrol, 'update', 'nodename=%s' % m['name'], 'nodeaddr=%s' % m['private_ip'],
+             'nodehostname=%s' % m['hostname']] for m in mapping]
+
+
+def scontrol_fail_command(scontrol, hostlist, reason):
+    """Hand failed nodes back to Slurm: powered down at once, so their jobs are requeued."""
+    reason = re.sub(r'["\n]', ' ', reason)[:200]
+    return [scontrol, 'update', 'nodename=%s' % hostlist, 'state=POWER_DOWN_FORCE', 'reason=%s' % reason]
+
+
+def _run(argv):
+    log.info('run: %s', ' '.join(argv))
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    out = proc.stdout.decode('utf-8', 'replace').strip()
+    if proc.returncode != 0:
+        log.error('%s exited %d: %s', argv[0], proc.returncode, out)
+    return proc.returncode
+
+
+def setup_logging(path, level=logging.INFO):
+    handler = logging.StreamHandler(sys.stderr)
+    if path:
+        directory = os.path.dirname(path)
+        if directory and not os.path.isdir(directory):
+            os.makedirs(directory, 0o750)
+        handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter('%(asctime)s %(process)d %(levelname)s %(message)s'))
+    log.handlers[:] = [handler]
+    log.setLevel(level)
+
+
+USAGE = """usage: %(prog)s [--config PATH] resume|suspend|resume-fail|status [HOSTLIST]
+  resume HOSTLIST       create (or adopt) the nodes' cluster network, then set their addresses in Slurm
+  suspend HOSTLIST      release the nodes; terminate cluster networks whose nodes are all released
+  resume-fail HOSTLIST  same as suspend (Slurm's ResumeFailProgram)
+  status                print the autoscaled cluster networks as JSON
+"""
+
+
+def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None):
+    """Entry point of the installed program; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out = out or sys.stdout
+    prog = 'ocigpu-slurm-autoscaler'
+    config_path = os.environ.get('OCIGPU_AUTOSCALER_CONFIG', '/etc/ocigpu-autoscaler/autoscaler.json')
+    if argv[:1] == ['--config'] and len(argv) > 1:
+        config_path, argv = argv[1], argv[2:]
+    if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status') or (argv[0] != 'status' and len(argv) != 2):
+        sys.stderr.write(USAGE % dict(prog=prog))
+        return 2
+    action, hostlist = argv[0], (argv[1] if len(argv) > 1 else '')
+    try:
+        config = load_config(config_path)
+    except InputError as exc:
+        sys.stderr.write('%s: %s\n' % (prog, exc))
+        return 2
+    setup_logging(config['log_file'])
+    log.info('%s %s', action, hostlist)
+    scontrol = config['scontrol']
+    try:
+        scaler = autoscaler_factory(config)
+        if action == 'status':
+            out.write(json.dumps(scaler.status(), indent=1) + '\n')
+            return 0
+        if action in ('suspend', 'resume-fail'):
+            result = scaler.suspend(hostlist)
+            log.info('%s %s: %s', action, hostlist, json.dumps(result))
+            return 0
+        mapping = scaler.resume(hostlist)
+    except ResumeFailed as exc:
+        log.error('resume %s failed: %s %s', hostlist, exc.message, json.dumps(exc.details, default=str))
+        run(scontrol_fail_command(scontrol, hostlist, '%s: %s' % (config['resume_fail_reason_prefix'], exc.message)))
+        return 1
+    except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
+        log.error('%s %s failed: %s', action, hostlist, getattr(exc, 'message', None) or exc)
+        if action == 'resume':
+            run(scontrol_fail_command(scontrol, hostlist, '%s: %s' % (
+                config['resume_fail_reason_prefix'], getattr(exc, 'message', None) or exc)))
+        return 1
+    status = 0
+    for cmd in scontrol_address_commands(scontrol, mapping):
+        status = run(cmd) or status
+    if config['node_setup_command']:
+        env_nodes = json.dumps(mapping)
+        cmd = list(config['node_setup_command']) + [compress_hostlist(m['name'] for m in mapping)]
+        os.environ['OCIGPU_AUTOSCALER_NODES'] = env_nodes
+        status = run(cmd) or status
+    log.info('resume %s: %s', hostlist, json.dumps(mapping))
+    return 1 if status else 0
