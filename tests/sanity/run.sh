@@ -25,9 +25,11 @@ sys.exit(main(['install', '--upgrade', '--force-reinstall'] +
 PY
 fi
 
-work=$OCIGPU_ROOT/.build/sanity
+# A work folder per run, so that two runs at once cannot delete each other's tree.
+mkdir -p "$OCIGPU_ROOT/.build"
+work=$(mktemp -d "$OCIGPU_ROOT/.build/sanity.XXXXXX")
+trap 'rm -rf "$work"' EXIT
 dest=$work/ansible_collections/ocigpu/cluster
-rm -rf "$work"
 mkdir -p "$dest"
 # Only what git tracks or would track (untracked files that are not ignored): what a build ships.
 (cd "$OCIGPU_ROOT" && git ls-files -z --cached --others --exclude-standard) \
