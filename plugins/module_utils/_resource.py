@@ -190,6 +190,8 @@ class OCIModule(object):
             self.fail(exc.message, **exc.details)
         except _oci.ServiceError as exc:
             self.fail('OCI API error: %s' % (exc.message,), **_oci.service_error_details(exc))
+        if self._waiter is not None and self._waiter.last:
+            result['last_wait'] = self._waiter.last
         if self.module._diff:
             result['diff'] = self.diff
         self.module.exit_json(changed=self.changed, **result)

@@ -122,6 +122,18 @@ work_request_id:
   description: The last work request the module waited on.
   returned: when a work request ran
   type: str
+last_wait:
+  description: What the last wait saw when it ended - the same fields a timeout error reports.
+  returned: when the module waited
+  type: dict
+  contains:
+    resource_id: {description: OCID waited on., type: str, returned: when waiting on a lifecycle state}
+    state: {description: Last lifecycle state., type: str, returned: when waiting on a lifecycle state}
+    work_request_id: {description: Work request waited on., type: str, returned: when waiting on a work request}
+    work_request_status: {description: Last work request status., type: str, returned: when waiting on a work request}
+    percent_complete: {description: Last work request percentage., type: float, returned: when waiting on a work request}
+    polls: {description: Number of polls., type: int}
+    elapsed: {description: Seconds waited., type: float}
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster

@@ -70,6 +70,7 @@ def test_cluster_network_lifecycle(run, ocisim, base, cn_args, config_args, net)
     cn = first['cluster_network']
     assert first['changed'] and cn['lifecycle_state'] == 'RUNNING' and first['work_request_id']
     assert len(cn['nodes']) == 2 and all(n['private_ip'].startswith('10.0.1.') for n in cn['nodes'])
+    assert first['last_wait']['state'] == 'RUNNING' and first['last_wait']['polls'] >= 1
     assert len(gpu_instances(ocisim)) == 2
 
     ocisim.calls.reset()
