@@ -37,7 +37,7 @@ def _per_interface_prefixlen(private_subnet):
 def rdma_address(primary_ip, index, private_subnet=None, rdma_cidr=DEFAULT_RDMA_CIDR):
     """'<address>/<prefixlen>' of RDMA interface `index` on the node whose primary IP is given."""
     try:
-        ip = ipaddress.IPv4Address(str(primary_ip).split('/')[0])
+        ip = ipaddress.IPv4Address(str(primary_ip).split('/', maxsplit=1)[0])
     except ValueError as exc:
         raise AnsibleFilterError('rdma_address: primary IP %r is not an IPv4 address: %s' % (primary_ip, exc))
     try:
@@ -85,13 +85,12 @@ def rdma_collisions(hostmap):
     owners = {}
     for host in sorted(hostmap):
         for addr in hostmap[host] or []:
-            key = str(addr).split('/')[0]
+            key = str(addr).split('/', maxsplit=1)[0]
             owners.setdefault(key, [])
             if host not in owners[key]:
                 owners[key].append(host)
-    return [{'address': a, 'hosts': h} for a, h in sorted(owners.items(),
-                                                            key=lambda kv: ipaddress.IPv4Address(kv[0]))
-            if len(h) > 1]
+    ordered = sorted(owners.items(), key=lambda kv: ipaddress.IPv4Address(kv[0]))
+    return [{'address': a, 'hosts': h} for a, h in ordered if len(h) > 1]
 
 
 def rdma_netmask(address):

@@ -22,13 +22,16 @@ description:
     volume group, so roles can refuse to touch a disk that holds data.
   - Only reads; changes nothing on the node.
 author:
-  - ocigpu.cluster contributors
+  - ocigpu.cluster maintainers (@ocigpu)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying the target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 options:
   imds_url:

@@ -132,11 +132,11 @@ def test_sysctl_file():
 
 def _nccl_expression():
     tasks = yaml.safe_load((ROLE / 'tasks' / 'nccl.yml').read_text())
-    return tasks[0]['ansible.builtin.set_fact']['__rdma_network_nccl'], tasks[0]['vars']
+    return tasks[0]['ansible.builtin.set_fact']['__rdma_network_nccl']
 
 
 def _nccl(shape, **overrides):
-    expr, _ = _nccl_expression()
+    expr = _nccl_expression()
     variables = dict(rdma_network_nccl_ib_hca='', rdma_network_nccl_extra={})
     variables.update(overrides)
     variables['__rdma_network_shape'] = shape

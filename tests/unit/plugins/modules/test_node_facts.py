@@ -138,7 +138,7 @@ def tree(tmp_path):
 
 
 def test_boot_disk_is_excluded_and_data_disks_listed_in_natural_order(tree):
-    boot, _ = tree.disk('nvme0n1', size_gb=200)
+    boot = tree.disk('nvme0n1', size_gb=200)[0]
     tree.mount(boot, '/')
     for n in (1, 2, 10, 3):
         tree.disk('nvme%dn1' % n, size_gb=6400)
@@ -155,7 +155,7 @@ def test_boot_disk_is_excluded_and_data_disks_listed_in_natural_order(tree):
 
 def test_boot_disk_behind_a_partition_and_lvm_root(tree):
     # /boot on nvme0n1p1, / on an LV whose slave is nvme0n1p2
-    _, parts = tree.disk('nvme0n1', partitions=('nvme0n1p1', 'nvme0n1p2'))
+    parts = tree.disk('nvme0n1', partitions=('nvme0n1p1', 'nvme0n1p2'))[1]
     tree.mount(parts['nvme0n1p1'], '/boot')
     dm = '/sys/devices/virtual/block/dm-0'
     _write(tree.p(dm + '/dev'), '253:0')
@@ -187,7 +187,7 @@ def test_signatures_partitions_holders_and_lvm_are_reported(tree):
 
 
 def test_mounted_data_disk_is_listed_but_marked(tree):
-    dev, _ = tree.disk('nvme1n1')
+    dev = tree.disk('nvme1n1')[0]
     tree.mount(dev, '/data')
     facts = _node.detect_nvme(tree.root, fake_run())
     assert facts['disks'][0]['mounted'] == ['/data'] and facts['disks'][0]['empty'] is False
@@ -308,7 +308,7 @@ def test_module_joins_imds_with_sysfs_and_the_shape_table(ocisim, tree, monkeypa
     instance = ocisim.state.get(instance_id)
     vnic = [v for v in ocisim.state.vnics.values() if v['id'] in
             [a['vnicId'] for a in ocisim.state.vnic_attachments.values() if a['instanceId'] == instance_id]][0]
-    boot, _ = tree.disk('nvme0n1')
+    boot = tree.disk('nvme0n1')[0]
     tree.mount(boot, '/')
     for n in range(1, 5):
         tree.disk('nvme%dn1' % n, size_gb=6400)
