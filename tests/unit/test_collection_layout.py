@@ -51,6 +51,13 @@ def test_role_has_docs_page(role):
     assert not undocumented, f"docs/roles/{role}.md does not mention: {undocumented}"
 
 
+def _documentation(module):
+    text = (ROOT / "plugins" / "modules" / f"{module}.py").read_text(encoding="utf-8")
+    match = re.search(r'^DOCUMENTATION = r?("""|\'\'\')(.*?)\1', text, re.S | re.M)
+    assert match, f"{module}: no DOCUMENTATION"
+    return yaml.safe_load(match.group(2))
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_module_has_docs_page(module):
     assert (ROOT / "docs" / "modules" / f"{module}.md").is_file(), f"docs/modules/{module}.md is missing"
@@ -60,8 +67,10 @@ def test_oci_modules_are_in_the_action_group():
     """Modules that talk to the OCI API belong to group/ocigpu.cluster.oci, so module_defaults sets
     auth once; modules that do not (node_facts) stay out of it."""
     group = set(_load(ROOT / "meta" / "runtime.yml")["action_groups"]["oci"])
-    api_modules = {m for m in MODULES if "module_utils._oci import" in (ROOT / "plugins" / "modules" / f"{m}.py").read_text(encoding="utf-8")}
-    assert api_modules <= group, f"missing from action_groups.oci: {sorted(api_modules - group)}"
+    api_modules = {m for m in MODULES if "ocigpu.cluster.oci" in _documentation(m).get("extends_documentation_fragment", [])}
+    assert len(api_modules) >= 7, f"expected the OCI modules to use the ocigpu.cluster.oci fragment, found {sorted(api_modules)}"
+    assert api_modules == group, (f"missing from action_groups.oci: {sorted(api_modules - group)}; "
+                                  f"in the group without the OCI auth options: {sorted(group - api_modules)}")
     assert group <= set(MODULES), f"action_groups.oci lists modules that do not exist: {sorted(group - set(MODULES))}"
 
 
