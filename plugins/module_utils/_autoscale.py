@@ -9,7 +9,9 @@ nodes (``gpu-[1-4,7]``):
 
 - resume: the nodes get one RDMA cluster network (ClusterOps.create, the same code path as the
   cluster_network module), the program waits until it is RUNNING and tells Slurm each node's
-  address with ``scontrol update nodename=... nodeaddr=... nodehostname=...``. A cluster network
+  address with ``scontrol update nodename=... nodeaddr=... nodehostname=...``; each instance gets
+  its Slurm name as the freeform tag ``ocigpu-slurm-node`` (and display name ``<cluster>-<name>``),
+  which the node reads from the instance metadata service to start slurmd with ``-N <name>``. A cluster network
   that already carries these Slurm names is adopted, so a repeated resume never launches twice.
   A failed create (e.g. "Out of host capacity.") is terminated before the program reports the
   failure, so nothing billable is left, and the nodes are handed back to Slurm (power down).
@@ -38,7 +40,13 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     CLUSTER_TAG, InputError, attr, cluster_tags, is_live)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError, WaitFailed, Waiter
 
+try:
+    from oci.core import models as M
+except ImportError:
+    M = None
+
 NODES_TAG = 'ocigpu-slurm-nodes'
+NODE_TAG = 'ocigpu-slurm-node'  # on each instance: its Slurm name, read by the node from the metadata service
 AUTOSCALER_TAG = 'ocigpu-autoscaler'
 MAX_TAG_VALUE = 256  # OCI's limit on a freeform tag value
 
@@ -275,7 +283,25 @@ class Autoscaler(object):
         for chunk in self._chunks(todo):
             mapping.extend(self._create(chunk))
         order = dict((n, i) for i, n in enumerate(names))
-        return sorted(mapping, key=lambda m: order[m['name']])
+        mapping = sorted(mapping, key=lambda m: order[m['name']])
+        self._label(mapping)
+        return mapping
+
+    def _label(self, mapping):
+        """Give each instance its Slurm name: tag ocigpu-slurm-node and display name <cluster>-<name>.
+
+        A node learns its Slurm name from the instance metadata service (freeformTags) and starts
+        slurmd with it; only instances whose tag or name differ are updated."""
+        compute = self.session.compute
+        for m in mapping:
+            inst = self.session.call(compute.get_instance, m['id'])
+            tags = dict(inst.freeform_tags or {})
+            display_name = '%s-%s' % (self.config['cluster_name'], m['name'])
+            if tags.get(NODE_TAG) == m['name'] and inst.display_name == display_name:
+                continue
+            tags[NODE_TAG] = m['name']
+            self.session.call(compute.update_instance, m['id'], M.UpdateInstanceDetails(
+                display_name=display_name, freeform_tags=tags))
 
     def _create(self, names):
         carried = compress_hostlist(names)

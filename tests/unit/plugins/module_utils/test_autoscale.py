@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import urllib.request
 
 import oci
 import pytest
@@ -113,6 +114,15 @@ def test_resume_creates_one_cluster_network_and_maps_names_to_ips(sim, scaler, c
     instances = gpu_instances(sim)
     assert sorted(i['id'] for i in instances) == sorted(m['id'] for m in mapping)
     assert all(i['lifecycleState'] == 'RUNNING' for i in instances)
+    # each instance carries its Slurm name, for the node to read from the metadata service
+    for m in mapping:
+        stored = sim.state.get(m['id'])
+        assert stored['freeformTags']['ocigpu-slurm-node'] == m['name'] and stored['displayName'] == 'as-' + m['name']
+        assert stored['freeformTags']['ocigpu-cluster'] == 'as'
+        request = urllib.request.Request('%s/_imds/%s/opc/v2/instance/' % (sim.endpoint, m['id']),
+                                         headers={'Authorization': 'Bearer Oracle'})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert json.load(answer)['freeformTags']['ocigpu-slurm-node'] == m['name']
     # about OCI's time for a cluster network: the simulated clock moved, the wall clock did not
     assert sim.clock.now() > 60
 

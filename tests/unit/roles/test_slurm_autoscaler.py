@@ -1,0 +1,176 @@
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""roles/slurm_autoscaler: the slurm_settings entry point run by ansible-playbook (the real shape_facts
+filter), its result rendered into the slurm role's slurm.conf; the configuration JSON and the installed
+program rendered from the role's templates, and the program run as Slurm would run it (a subprocess
+importing only the module_utils copy the role installs) against the simulator."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import oci
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _oci, _shapes
+from tests.unit.roles.test_slurm_templates import GPU_NODES, conf, render, trust
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROLE = ROOT / 'roles' / 'slurm_autoscaler'
+REQUIRED = dict(slurm_autoscaler_cluster_name='as', slurm_autoscaler_compartment_id='ocid1.compartment.oc1..x',
+                slurm_autoscaler_availability_domain='Abcd:AP-TOKYO-1-AD-1', slurm_autoscaler_subnet_id='ocid1.subnet.oc1..s',
+                slurm_autoscaler_instance_configuration_id='ocid1.instanceconfiguration.oc1..i')
+
+
+def role_templar(**overrides):
+    loader = DataLoader()
+    loader.set_basedir(str(ROLE / 'templates'))
+    variables = trust(yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text()))
+    variables.update(trust(yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())))
+    variables.update(trust(dict(REQUIRED, **overrides)))
+    # The one value that needs the collection's filter (run for real in the playbook test below).
+    variables['__slurm_autoscaler_shape_facts'] = _shapes.get_shape(variables['slurm_autoscaler_shape'])
+    variables.update(ansible_managed='managed', role_path=str(ROLE))
+    return Templar(loader=loader, variables=variables)
+
+
+def role_render(name, **overrides):
+    item = overrides.pop('item', None)
+    templar = role_templar(**overrides)
+    if item is not None:
+        templar.available_variables = dict(templar.available_variables, item=item)
+    return templar.template(trust_as_template((ROLE / 'templates' / name).read_text()))
+
+
+PLAY = """
+- hosts: all
+  gather_facts: false
+  vars:
+    slurm_config: {SlurmctldParameters: "enable_configless,reboot_from_controller", MaxJobCount: 5000}
+    slurm_autoscaler_nodes: "gpu-[1-4]"
+    slurm_autoscaler_shape: "%s"
+  tasks:
+    - name: Compute the settings
+      ansible.builtin.include_role:
+        name: ocigpu.cluster.slurm_autoscaler
+        tasks_from: slurm_settings
+    - name: Compute them again (a re-run must not add a second node line)
+      ansible.builtin.include_role:
+        name: ocigpu.cluster.slurm_autoscaler
+        tasks_from: slurm_settings
+    - name: Save them
+      ansible.builtin.copy:
+        content: "{{ {'keys': slurm_autoscaler_slurm_conf_keys, 'nodes': slurm_autoscaler_slurm_node_lines} | to_json }}"
+        dest: "%s"
+        mode: "0644"
+"""
+
+
+@pytest.mark.parametrize('shape, node_line', [
+    ('BM.GPU4.8', 'NodeName=gpu-[1-4] CPUs=128 RealMemory=1992294 Gres=gpu:a100:8 State=CLOUD'),
+    ('BM.GPU.H100.8', 'NodeName=gpu-[1-4] CPUs=224 RealMemory=1992294 Gres=gpu:h100:8 State=CLOUD'),
+])
+def test_slurm_settings_entry_point_feeds_the_slurm_role(tmp_path, shape, node_line):
+    out = tmp_path / 'settings.json'
+    play = tmp_path / 'play.yml'
+    play.write_text(PLAY % (shape, out))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / '.build' / 'collections'),
+               ANSIBLE_LOCALHOST_WARNING='False', ANSIBLE_HOME=str(tmp_path / 'ansible'))
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / 'ansible-playbook'), '-i', 'localhost,', '-c', 'local',
+                           '-e', 'ansible_python_interpreter=%s' % sys.executable, str(play)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    assert proc.returncode == 0, proc.stdout.decode()
+    got = json.loads(out.read_text())
+    assert got['nodes'] == [node_line]
+    keys = got['keys']
+    assert keys['SlurmctldParameters'] == 'enable_configless,reboot_from_controller,idle_on_node_suspend'
+    assert keys['MaxJobCount'] == 5000 and keys['SuspendTime'] == 600 and keys['ResumeTimeout'] == 2400
+
+    text = render('slurm.conf.j2', GPU_NODES, slurm_config=keys, slurm_extra_nodes=got['nodes'])
+    c = conf(text)
+    assert c['ResumeProgram'] == '/usr/local/sbin/ocigpu-slurm-resume'
+    assert c['SuspendProgram'] == '/usr/local/sbin/ocigpu-slurm-suspend'
+    assert c['ResumeFailProgram'] == '/usr/local/sbin/ocigpu-slurm-resume-fail'
+    assert (c['SuspendTime'], c['ResumeTimeout'], c['SuspendTimeout'], c['TreeWidth']) == ('600', '2400', '600', '65533')
+    assert c['PrivateData'] == 'cloud' and c['MaxJobCount'] == '5000'
+    assert c['SlurmctldParameters'] == 'enable_configless,reboot_from_controller,idle_on_node_suspend'
+    assert node_line in text.splitlines()
+    assert 'PartitionName=compute Nodes=ALL' in text
+
+
+def test_overrides_and_omit():
+    keys = role_templar(slurm_autoscaler_slurm_config={'TreeWidth': 'omit', 'SuspendExcParts': 'debug'},
+                        slurm_autoscaler_node_options='CPUs=8 RealMemory=1000').template(
+        trust_as_template('{{ __slurm_autoscaler_slurm_config | to_json }}||{{ __slurm_autoscaler_node_line }}'))
+    conf_json, line = keys.split('||')
+    conf_keys = json.loads(conf_json)
+    assert 'TreeWidth' not in conf_keys and conf_keys['SuspendExcParts'] == 'debug'
+    assert line == 'NodeName=gpu-[1-16] CPUs=8 RealMemory=1000 State=CLOUD'
+
+
+def test_config_json_has_everything_the_program_needs():
+    data = json.loads(role_render('autoscaler.json.j2', slurm_autoscaler_auth_type='api_key',
+                                  slurm_autoscaler_config_file='/etc/ocigpu-autoscaler/oci_config',
+                                  slurm_autoscaler_max_nodes_per_cluster_network=8))
+    config = _autoscale.check_config(data)
+    assert config['auth'] == dict(auth_type='api_key', config_file='/etc/ocigpu-autoscaler/oci_config',
+                                  config_profile=None, region=None, service_endpoint=None)
+    assert config['max_nodes_per_cluster_network'] == 8 and config['wait_timeout'] == 1800
+    assert config['node_names'][0] == 'gpu-1' and len(config['node_names']) == 16
+    assert config['state_file'] == '/var/lib/ocigpu-autoscaler/state.json'
+    assert config['log_file'] == '/var/log/ocigpu-autoscaler/autoscaler.log'
+    assert config['scontrol'] == '/usr/bin/scontrol' and config['node_setup_command'] == []
+    default_auth = json.loads(role_render('autoscaler.json.j2'))['auth']
+    assert default_auth['auth_type'] == 'instance_principal'
+
+
+def test_installed_program_runs_from_the_module_utils_copy(ocisim, tmp_path, monkeypatch):
+    """Lay out what the role installs (module_utils list, config, program) and run the program."""
+    lib = tmp_path / 'lib'
+    dest = lib / 'ansible_collections' / 'ocigpu' / 'cluster' / 'plugins' / 'module_utils'
+    dest.mkdir(parents=True)
+    listed = yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())['__slurm_autoscaler_module_utils']
+    for name in listed:
+        shutil.copy(ROOT / 'plugins' / 'module_utils' / name, dest / name)
+    _vcn, subnet = ocisim.seed_network(ocisim.compartment_id, '10.0.0.0/16', subnet_prefix=24, name='as')
+    seeded = ocisim.seed_cluster('as', 2, shape='BM.GPU4.8', freeform_tags={
+        'ocigpu-cluster': 'as', 'ocigpu-slurm-nodes': 'gpu-[1-2]', 'ocigpu-autoscaler': 'true'})
+    auth = ocisim.auth_args()
+    config = json.loads(role_render(
+        'autoscaler.json.j2', slurm_autoscaler_cluster_name='as', slurm_autoscaler_compartment_id=ocisim.compartment_id,
+        slurm_autoscaler_subnet_id=subnet['id'], slurm_autoscaler_auth_type='api_key',
+        slurm_autoscaler_config_file=auth['config_file'], slurm_autoscaler_region=auth['region'],
+        slurm_autoscaler_service_endpoint=auth['service_endpoint'],
+        slurm_autoscaler_state_dir=str(tmp_path / 'state'), slurm_autoscaler_log_dir=str(tmp_path / 'log')))
+    config_path = tmp_path / 'autoscaler.json'
+    config_path.write_text(json.dumps(config))
+    program = tmp_path / 'ocigpu-slurm-autoscaler'
+    program.write_text(role_render('program.j2', item={'name': 'ocigpu-slurm-autoscaler', 'action': ''},
+                                   slurm_autoscaler_venv_enabled=False, slurm_autoscaler_python=sys.executable,
+                                   slurm_autoscaler_install_dir=str(tmp_path),
+                                   slurm_autoscaler_config_dir=str(tmp_path)))
+    program.chmod(0o755)
+    assert program.read_text().startswith('#!%s\n' % sys.executable)
+    env = {'PATH': os.environ['PATH'], 'HOME': str(tmp_path)}  # no PYTHONPATH: only the copy is importable
+    proc = subprocess.run([str(program), 'status'], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    status = json.loads(proc.stdout)
+    assert [(s['id'], s['nodes'], s['lifecycle_state']) for s in status] == [(seeded['id'], 'gpu-[1-2]', 'RUNNING')]
+    assert 'status' in (tmp_path / 'log' / 'autoscaler.log').read_text()
+
+    # The suspend program (the same template) terminates it; the waiter polls on the simulator clock,
+    # so the subprocess is run in-process through the same entry point the template calls.
+    monkeypatch.setattr(_oci.CLOCK, 'sleep', ocisim.clock.sleep)
+    monkeypatch.setattr(_oci.CLOCK, 'monotonic', ocisim.clock.now)
+    assert _autoscale.main(['--config', str(config_path), 'suspend', 'gpu-[1-2]']) == 0
+    cm = ocisim.client(oci.core.ComputeManagementClient)
+    assert cm.get_cluster_network(seeded['id']).data.lifecycle_state == 'TERMINATED'
+    bad = subprocess.run([str(program), 'resume'], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    assert bad.returncode == 2 and b'usage:' in bad.stderr
