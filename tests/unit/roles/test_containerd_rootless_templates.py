@@ -23,7 +23,7 @@ def render(name, **overrides):
     env.filters["to_json"] = json.dumps
     env.filters["bool"] = lambda v: v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes", "on")
     variables = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
-    variables.update({k: v for k, v in yaml.safe_load((ROLE / "vars" / "main.yml").read_text()).items()})
+    variables.update(yaml.safe_load((ROLE / "vars" / "main.yml").read_text()))
     variables.update(
         ansible_managed="managed",
         __containerd_rootless_path="/usr/local/sbin:/usr/local/bin:/usr/bin:/bin",

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: ocigpu.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build a tiny OCI image archive from the programs of the machine it runs on.
@@ -7,7 +6,7 @@ The molecule scenarios of the containerd_rootless role have no registry: this ma
 few host programs (sh, id, cat, ...) and their shared libraries, in the OCI image layout, packed
 as one tar that `ctr images import` reads. Nothing is downloaded.
 
-    build-oci-image.py OUT.tar [--name localhost/ocigpu-tiny:latest] [--program /usr/bin/id ...]
+    python3 build-oci-image.py OUT.tar [--name localhost/ocigpu-tiny:latest] [--program /usr/bin/id ...]
 """
 
 from __future__ import annotations
