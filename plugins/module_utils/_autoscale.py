@@ -348,6 +348,7 @@ class Autoscaler(object):
         Returns {'terminated': [ids], 'waiting': [{'cluster_network_id', 'in_use'}]}."""
         names = expand_hostlist(hostlist)
         self._check_names(names)
+
         def release(state):
             state['released'] = sorted(set(state['released']) | set(names), key=_natural)
             return list(state['released'])

@@ -85,7 +85,8 @@ def test_slurm_settings_entry_point_feeds_the_slurm_role(tmp_path, shape, node_l
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / '.build' / 'collections'),
                ANSIBLE_LOCALHOST_WARNING='False', ANSIBLE_HOME=str(tmp_path / 'ansible'))
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / 'ansible-playbook'), '-i', 'localhost,', '-c', 'local',
-                           '-e', 'ansible_python_interpreter=%s' % sys.executable, str(play)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+                           '-e', 'ansible_python_interpreter=%s' % sys.executable, str(play)],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
     assert proc.returncode == 0, proc.stdout.decode()
     got = json.loads(out.read_text())
     assert got['nodes'] == [node_line]

@@ -208,8 +208,8 @@ def test_names_outside_the_cloud_nodes_are_refused_before_any_call(sim, scaler):
 
 
 def test_other_clusters_networks_are_left_alone(sim, scaler):
-    other = sim.seed_cluster('other', 2, shape=SHAPE, freeform_tags={'ocigpu-cluster': 'other',
-                                                                      'ocigpu-slurm-nodes': 'gpu-[1-2]'})
+    tags = {'ocigpu-cluster': 'other', 'ocigpu-slurm-nodes': 'gpu-[1-2]'}
+    other = sim.seed_cluster('other', 2, shape=SHAPE, freeform_tags=tags)
     scaler.resume('gpu-[1-2]')
     scaler.suspend('gpu-[1-2]')
     assert [c['id'] for c in live(sim, 'cluster_networks')] == [other['id']]
