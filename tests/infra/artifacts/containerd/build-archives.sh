@@ -43,7 +43,7 @@ tarball() {
   done
   mkdir -p "$(dirname "$out/$dest")"
   # Fixed owner and mtime: the same binaries give the same archive and checksum.
-  (cd "$stage" && tar --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -cf - .) | gzip -n -9 > "$out/$dest"
+  (cd "$stage" && tar --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -cf - .) | gzip -n -1 > "$out/$dest"
 }
 
 declare -A version file
