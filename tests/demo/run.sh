@@ -38,7 +38,8 @@ remove_standins() {
 step "1. Starting the OCI simulator, with local stand-ins for the instances it launches"
 remove_standins
 # The demo VCN is 198.18.120.0/22, so the stand-ins live on the machine's own test network.
-podman network create --subnet 198.18.120.0/24 --subnet 198.18.121.0/24 ocigpu-demo >/dev/null
+# One podman network spans both subnets (CNI puts a single subnet on a bridge).
+podman network create --subnet 198.18.120.0/22 --gateway 198.18.120.1 ocigpu-demo >/dev/null
 python -m tests.ocisim --port 0 --write-config "$work/oci/config" \
   --on-instance "bash $OCIGPU_ROOT/tests/demo/standin.sh" --hook-log "$work/standins.log" \
   > "$work/sim.json" 2> "$work/sim.log" &
@@ -75,6 +76,7 @@ service_endpoint: $endpoint
 compose:
   ansible_connection: "'containers.podman.podman'"
   ansible_host: "'ocigpu-demo-' ~ oci_display_name"
+  ansible_user: "'root'"
 YAML
 cat > "$work/standin-vars.yml" <<YAML
 # Stand-ins are containers: no metadata service, and Slurm without cgroup containment.
@@ -113,10 +115,13 @@ n=$(jq '.gpu_nodes.hosts | length' "$work/inventory.json")
 record "inventory discovery" $(( $(date +%s) - start ))
 
 step "5. Configuring the stand-in nodes (roles common and slurm), then srun across both nodes"
-for _ in $(seq 60); do
-  [ "$(podman ps -q --filter label=ocigpu-demo=1 --filter status=running | wc -l)" -ge 3 ] && break; sleep 1
+running=0
+for _ in $(seq 90); do
+  running=$(podman ps -q --filter label=ocigpu-demo=1 --filter status=running | wc -l)
+  [ "$running" -ge 3 ] && break; sleep 1
 done
-podman ps --filter label=ocigpu-demo=1 --format '   {{.Names}} {{.Status}}'
+podman ps -a --filter label=ocigpu-demo=1 --format '   {{.Names}} {{.Status}}'
+[ "$running" -ge 3 ] || die "only $running of 3 stand-ins are running; see $work/standins.log"
 run_playbook "configure (common, slurm)" "$work/configure.log" -i "$work/demo.gpu_nodes.yml" \
   playbooks/configure.yml --tags common,slurm -e "@$work/standin-vars.yml"
 start=$(date +%s)
