@@ -151,10 +151,11 @@ seealso:
 
 EXAMPLES = r"""
 # inventory/gpu_nodes.yml: one cluster
-plugin: ocigpu.cluster.gpu_nodes
-compartments:
-  - ocid1.compartment.oc1..aaaaexample
-cluster: train01
+# ---
+# plugin: ocigpu.cluster.gpu_nodes
+# compartments:
+#   - ocid1.compartment.oc1..aaaaexample
+# cluster: train01
 
 # tenancy.gpu_nodes.yml: every cluster in two regions, cached for 10 minutes
 plugin: ocigpu.cluster.gpu_nodes
