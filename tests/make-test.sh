@@ -108,7 +108,7 @@ for s in $STAGES; do
     sanity)
       stage sanity:ansible-test bash tests/sanity/run.sh ;;
     unit)
-      stage unit:pytest pytest -p no:cacheprovider tests/unit ;;
+      stage unit:pytest pytest -p no:cacheprovider -n 2 tests/unit ;;
     molecule)
       if [ "${MOLECULE_JOBS:-1}" -le 1 ]; then
         for sc in $(scenarios); do

@@ -30,8 +30,8 @@ record() { done_steps+=("$(printf '%-58s %4ss' "$1" "$2")"); }
 
 remove_standins() {
   local ids
-  ids=$(podman ps -aq --filter label=ocigpu-demo=1)
-  [ -z "$ids" ] || podman rm -f -t 2 $ids >/dev/null
+  mapfile -t ids < <(podman ps -aq --filter label=ocigpu-demo=1)
+  [ "${#ids[@]}" -eq 0 ] || podman rm -f -t 2 "${ids[@]}" >/dev/null
   ! podman network exists ocigpu-demo || podman network rm ocigpu-demo >/dev/null
 }
 

@@ -60,8 +60,8 @@ cmd_up() {
       *) usage ;;
     esac
   done
-  [[ $disks =~ ^[0-9]+$ ]] && [ "$disks" -le 16 ] || die "--disks must be 0-16"
-  [[ $nics =~ ^[0-9]+$ ]] && [ "$nics" -ge 1 ] && [ "$nics" -le $MAX_NICS ] || die "--nics must be 1-$MAX_NICS"
+  if ! { [[ $disks =~ ^[0-9]+$ ]] && [ "$disks" -le 16 ]; }; then die "--disks must be 0-16"; fi
+  if ! { [[ $nics =~ ^[0-9]+$ ]] && [ "$nics" -ge 1 ] && [ "$nics" -le "$MAX_NICS" ]; }; then die "--nics must be 1-$MAX_NICS"; fi
 
   local dir image pid port start
   dir=$(state_dir "$name")
@@ -77,6 +77,7 @@ cmd_up() {
   chmod 0600 "$dir/id_ed25519"
   qemu-img create -q -f qcow2 -b "$image/root.img" -F raw "$dir/root.qcow2"
 
+  # shellcheck disable=SC2054  # the commas belong to qemu's option syntax
   local args=(
     -name "ocigpu-$name" -accel tcg,thread=multi -smp "$cpus" -m "$mem"
     -display none -vga none -serial "file:$dir/console.log" -monitor none -parallel none
@@ -162,7 +163,7 @@ cmd_ssh() {
 cmd_status() {
   local name=${1:-}; [ -n "$name" ] || usage
   local dir; dir=$(state_dir "$name")
-  qemu_pid "$name" >/dev/null && [ -s "$dir/connection.json" ] || { log "VM $name is not running"; return 1; }
+  if ! { qemu_pid "$name" >/dev/null && [ -s "$dir/connection.json" ]; }; then log "VM $name is not running"; return 1; fi
   cat "$dir/connection.json"
 }
 
