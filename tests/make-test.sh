@@ -14,7 +14,7 @@ cd "$OCIGPU_ROOT" || exit 1
 STAGES=${STAGES:-setup images lint sanity unit molecule integration}
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
 mkdir -p "$LOGDIR"
-rm -f "$LOGDIR/.molecule-retried"
+rm -f "$LOGDIR/.molecule-retried" "$LOGDIR/.molecule-skipped"
 export PATH="$VENV/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="$OCIGPU_ROOT/.build/collections"
 export PYTHONUNBUFFERED=1
@@ -41,11 +41,27 @@ stage() {
   return 0
 }
 
+# tests/molecule-excluded.txt lists scenarios that `make test` does not run yet, each with its
+# reason; every one is announced loudly and shown in the summary. SCENARIOS=... still runs them.
+excluded_reason() {
+  [ -f tests/molecule-excluded.txt ] || return 1
+  awk -v sc="$1" '$1 == sc { $1 = ""; sub(/^ +/, ""); print; found = 1 } END { exit !found }' tests/molecule-excluded.txt
+}
+
 scenarios() {
   # shellcheck disable=SC2086  # SCENARIOS is a space-separated list
   if [ -n "${SCENARIOS:-}" ]; then printf '%s\n' $SCENARIOS; return; fi
-  local d
-  for d in molecule/*/molecule.yml; do [ -e "$d" ] && basename "$(dirname "$d")"; done
+  local d sc reason
+  for d in molecule/*/molecule.yml; do
+    [ -e "$d" ] || continue
+    sc=$(basename "$(dirname "$d")")
+    if reason=$(excluded_reason "$sc"); then
+      printf '\n!!! LOUD SKIP: molecule scenario %s is not run by make test: %s\n\n' "$sc" "$reason" >&2
+      echo "$sc" >> "$LOGDIR/.molecule-skipped"
+      continue
+    fi
+    echo "$sc"
+  done
 }
 
 # molecule_test SCENARIO: `molecule test`, tried again once (MOLECULE_RETRIES) when it fails, so a
@@ -129,6 +145,11 @@ for s in $STAGES; do
   esac
 done
 
+if [ -s "$LOGDIR/.molecule-skipped" ]; then
+  while read -r sc; do
+    summary+=("$(printf 'SKIP  %-34s        (%s)' "molecule:$sc" "$(excluded_reason "$sc")")")
+  done < "$LOGDIR/.molecule-skipped"
+fi
 if [ -s "$LOGDIR/.molecule-retried" ]; then
   summary+=("NOTE  molecule scenarios that needed a second attempt: $(sort -u "$LOGDIR/.molecule-retried" | tr '\n' ' ')")
 fi
