@@ -60,6 +60,21 @@ notes:
   - Set these options once for a play with C(module_defaults) and the action group C(group/ocigpu.cluster.oci).
 """
 
+    # The attributes every OCI module shares; a module states only where it differs.
+    ATTRIBUTES = r"""
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying the target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+  action_group:
+    description: Use C(group/ocigpu.cluster.oci) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership: [ocigpu.cluster.oci]
+"""
+
     WAIT = r"""
 options:
   wait:

@@ -15,6 +15,7 @@ description:
   - C(billable) counts what still costs money, so teardown playbooks can assert that nothing is left.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.ATTRIBUTES
 options:
   cluster_name:
     description: Value of the C(ocigpu-cluster) tag.
@@ -26,16 +27,9 @@ options:
     required: true
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying the target.
-    support: full
     details: The module only reads.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
-  action_group:
-    description: Use C(group/ocigpu.cluster.oci) in C(module_defaults) to set defaults for this module.
-    support: full
-    membership: [ocigpu.cluster.oci]
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """

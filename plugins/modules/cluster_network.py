@@ -22,6 +22,7 @@ description:
   - O(state=absent) terminates the cluster network and its nodes.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.ATTRIBUTES
   - ocigpu.cluster.oci.WAIT
   - ocigpu.cluster.oci.TAGS
 options:
@@ -58,18 +59,9 @@ options:
     default: present
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying the target.
-    support: full
     details:
       - OCIDs that earlier tasks would only create are null in check mode; they are accepted, so a C(--check) run
         of a whole provisioning play on an empty compartment predicts every resource.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
-  action_group:
-    description: Use C(group/ocigpu.cluster.oci) in C(module_defaults) to set defaults for this module.
-    support: full
-    membership: [ocigpu.cluster.oci]
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """

@@ -17,6 +17,7 @@ description:
   - Only tags can change in place; a different availability domain fails with a message saying so.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.ATTRIBUTES
   - ocigpu.cluster.oci.WAIT
   - ocigpu.cluster.oci.TAGS
 options:
@@ -31,17 +32,6 @@ options:
     type: str
     choices: [present, absent]
     default: present
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying the target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
-  action_group:
-    description: Use C(group/ocigpu.cluster.oci) in C(module_defaults) to set defaults for this module.
-    support: full
-    membership: [ocigpu.cluster.oci]
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """

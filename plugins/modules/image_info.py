@@ -16,6 +16,7 @@ description:
     O(ocigpu.cluster.instance#module:image_os) options of M(ocigpu.cluster.instance).
 extends_documentation_fragment:
   - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.ATTRIBUTES
 options:
   compartment_id:
     description: Compartment to list images in.
@@ -42,16 +43,9 @@ options:
     default: false
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying the target.
-    support: full
     details: The module only reads.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
-  action_group:
-    description: Use C(group/ocigpu.cluster.oci) in C(module_defaults) to set defaults for this module.
-    support: full
-    membership: [ocigpu.cluster.oci]
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """

@@ -27,6 +27,7 @@ description:
     for each.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.ATTRIBUTES
   - ocigpu.cluster.oci.TAGS
 options:
   wait_timeout:
@@ -91,17 +92,6 @@ options:
     type: str
     choices: [present, absent]
     default: present
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying the target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
-  action_group:
-    description: Use C(group/ocigpu.cluster.oci) in C(module_defaults) to set defaults for this module.
-    support: full
-    membership: [ocigpu.cluster.oci]
 requirements:
   - netaddr
 author:
