@@ -17,6 +17,8 @@ description:
   - A check that cannot read its data (for example a kernel log the user may not read) is
     reported with C(ok=null) and a warning, never passed silently.
   - Reads only; changes nothing on the node.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   node_name:
     description: Name of the node in messages (the inventory name).
@@ -49,11 +51,11 @@ author:
   - ocigpu.cluster maintainers (@ocigpu)
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""

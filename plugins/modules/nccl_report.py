@@ -21,6 +21,8 @@ description:
     and the in-place figure.
   - The plot needs matplotlib; without it the JSON and Markdown are still written and a warning
     says that no plot was drawn.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   runs:
     description: The runs to judge.
@@ -88,12 +90,12 @@ author:
   - ocigpu.cluster maintainers (@ocigpu)
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode the runs are judged but nothing is written.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""

@@ -16,6 +16,8 @@ description:
     also reports the job launchers C(srun) and C(mpirun) it finds.
   - Reads only; changes nothing on the node.
   - Fails with the list of what is missing when CUDA or NCCL cannot be found.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   cuda_home:
     description:
@@ -44,11 +46,11 @@ author:
   - ocigpu.cluster maintainers (@ocigpu)
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""
