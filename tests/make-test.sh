@@ -48,13 +48,21 @@ excluded_reason() {
   awk -v sc="$1" '$1 == sc { $1 = ""; sub(/^ +/, ""); print; found = 1 } END { exit !found }' tests/molecule-excluded.txt
 }
 
+# The longest scenarios start first, so the parallel run does not end on one long scenario alone;
+# the qemu VMs are spread out, since two TCG VMs already keep two cores busy. The rest follow in
+# alphabetical order.
+MOLECULE_FIRST=${MOLECULE_FIRST:-rdma_network_rxe containerd_rootless_archive nvme_scratch enroot pyxis nvme_scratch_refuse}
+
 scenarios() {
   # shellcheck disable=SC2086  # SCENARIOS is a space-separated list
   if [ -n "${SCENARIOS:-}" ]; then printf '%s\n' $SCENARIOS; return; fi
-  local d sc reason
-  for d in molecule/*/molecule.yml; do
+  local d sc reason seen=""
+  # shellcheck disable=SC2086  # MOLECULE_FIRST is a space-separated list
+  for d in $(printf 'molecule/%s/molecule.yml\n' $MOLECULE_FIRST) molecule/*/molecule.yml; do
     [ -e "$d" ] || continue
     sc=$(basename "$(dirname "$d")")
+    case " $seen " in *" $sc "*) continue ;; esac
+    seen="$seen $sc"
     if reason=$(excluded_reason "$sc"); then
       printf '\n!!! LOUD SKIP: molecule scenario %s is not run by make test: %s\n\n' "$sc" "$reason" >&2
       echo "$sc" >> "$LOGDIR/.molecule-skipped"
