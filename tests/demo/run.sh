@@ -91,7 +91,7 @@ run_playbook() {  # run_playbook LABEL LOG PLAYBOOK ARGS...
   local label=$1 log=$2 start; shift 2
   start=$(date +%s)
   ansible-playbook "$@" > "$log" 2>&1 || { tail -40 "$log"; die "$label failed; full log: $log"; }
-  grep -E '^localhost +:' "$log" | sed 's/^/   /'
+  grep -E '^[^ ]+ +: ok=' "$log" | sed 's/^/   /' || true  # the play recap, one line per host
   record "$label" $(( $(date +%s) - start ))
 }
 
@@ -125,6 +125,11 @@ podman ps -a --filter label=ocigpu-demo=1 --format '   {{.Names}} {{.Status}}'
 run_playbook "configure (common, slurm)" "$work/configure.log" -i "$work/demo.gpu_nodes.yml" \
   playbooks/configure.yml --tags common,slurm -e "@$work/standin-vars.yml"
 start=$(date +%s)
+# slurmd registers a moment after its restart: wait until both nodes are idle.
+for _ in $(seq 60); do
+  [ "$(podman exec ocigpu-demo-demo-bastion sinfo --noheader --Node --format %t | grep -c '^idle')" -eq 2 ] && break
+  sleep 1
+done
 podman exec ocigpu-demo-demo-bastion sinfo | sed 's/^/   /'
 podman exec ocigpu-demo-demo-bastion srun -N2 -l hostname | sort | sed 's/^/   srun: /'
 [ "$(podman exec ocigpu-demo-demo-bastion srun -N2 hostname | sort -u | wc -l)" -eq 2 ] || die "srun did not answer from both nodes"
