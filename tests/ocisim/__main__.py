@@ -40,6 +40,8 @@ def parse_args(argv):
     parser.add_argument("--on-instance", metavar="COMMAND",
                         help="shell command run in the background when an instance is launched or terminated "
                              "(environment OCISIM_EVENT, OCISIM_INSTANCE_ID, OCISIM_PRIVATE_IP, ...; see docs/ocisim.md)")
+    parser.add_argument("--public-ip-cidr", metavar="CIDR",
+                        help="network public IPs are drawn from (default 203.0.113.0/24, unreachable by design)")
     parser.add_argument("--hook-log", metavar="PATH", help="append the --on-instance command's output to PATH")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     return parser.parse_args(argv)
@@ -53,7 +55,8 @@ def main(argv=None):
         if name not in durations:
             raise SystemExit("unknown duration {0}".format(name))
         durations[name] = float(value)
-    sim = Simulator(region=args.region, manual_clock=False, durations=durations, verbose=args.verbose)
+    sim = Simulator(region=args.region, manual_clock=False, durations=durations, verbose=args.verbose,
+                    public_ip_cidr=args.public_ip_cidr)
     if args.seed_instances:
         sim.seed_instances(args.seed_instances, args.seed_compartments)
     for spec in args.seed_cluster:

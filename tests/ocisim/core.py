@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import heapq
+import ipaddress
 import itertools
 import random
 import threading
@@ -163,6 +164,9 @@ class Store:
         self._events = []
         self._seq = itertools.count()
         self._last_stamp = 0.0
+        # Public IPs are drawn from this network (a documentation range by default, so nothing is
+        # ever reachable there; a rehearsal may name one of the machine's own test networks).
+        self.public_ip_network = ipaddress.ip_network("203.0.113.0/24")
 
     def now(self):
         return self.clock.now()

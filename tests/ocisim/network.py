@@ -468,6 +468,16 @@ def list_ipv6s(ctx):
     return Reply(200, [])
 
 
+def allocate_public_ip(store):
+    """The lowest free host address of the store's public IP network (after its first address,
+    which a rehearsal's gateway may hold)."""
+    taken = {v.get("publicIp") for v in store.vnics.values()}
+    for index, address in enumerate(store.public_ip_network.hosts()):
+        if index > 0 and str(address) not in taken:
+            return str(address)
+    raise invalid("No public IP address is left in {0}.".format(store.public_ip_network))
+
+
 def create_vnic(store, tenancy, subnet, instance, nic_index, assign_public_ip, hostname_label, display_name,
                 private_ip=None, state="AVAILABLE", now_str=None):
     """Create a VNIC with its primary private IP in a subnet (used by compute and seeding)."""
@@ -478,7 +488,7 @@ def create_vnic(store, tenancy, subnet, instance, nic_index, assign_public_ip, h
     if assign_public_ip:
         if subnet["prohibitPublicIpOnVnic"]:
             raise invalid("The subnet {0} prohibits public IPs on VNICs.".format(subnet["id"]))
-        public_ip = "203.0.113.{0}".format(int(vnic_id[-6:].encode().hex(), 16) % 253 + 1)
+        public_ip = allocate_public_ip(store)
     octets = ipaddress.ip_address(address).packed
     vnic = {
         "id": vnic_id, "availabilityDomain": instance["availabilityDomain"],

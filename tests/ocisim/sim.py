@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import ipaddress
 import json
 import logging
 import os
@@ -63,7 +64,7 @@ class Simulator:
     mode): real time."""
 
     def __init__(self, region=DEFAULT_REGION, manual_clock=True, durations=None, seed=None, verbose=False,
-                 availability_domains=None):
+                 availability_domains=None, public_ip_cidr=None):
         self.region = region
         self.verbose = verbose
         self.clock = Clock(manual=manual_clock)
@@ -89,6 +90,7 @@ class Simulator:
         self.default_image = "Oracle-Linux-9.6-2025.10.23-0"
         self.default_gpu_image = "Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0"
         self.subscribed_regions = [region]
+        self._public_ip_network = ipaddress.ip_network(public_ip_cidr) if public_ip_cidr else None
         self.reset()
 
     # ------------------------------------------------------------ lifecycle of the simulator
@@ -97,6 +99,8 @@ class Simulator:
         Python hooks are dropped; the --on-instance command stays unless drop_command_hook."""
         self.ocids = OcidFactory(self.region, self._seed)
         self.store = Store(self.clock, self.ocids)
+        if self._public_ip_network is not None:
+            self.store.public_ip_network = self._public_ip_network
         if self.clock.manual:
             self.clock.reset()
         self.durations = dict(self._base_durations)
@@ -191,7 +195,8 @@ class Simulator:
         """Register a shell command as instance hook (process mode: --on-instance).  It runs in the
         background, not delaying the API answer, with the environment OCISIM_EVENT (launch |
         terminate), OCISIM_INSTANCE_ID, OCISIM_DISPLAY_NAME, OCISIM_HOSTNAME, OCISIM_SHAPE,
-        OCISIM_PRIVATE_IP, OCISIM_SUBNET_CIDR, OCISIM_ENDPOINT and OCISIM_INSTANCE_JSON."""
+        OCISIM_PRIVATE_IP, OCISIM_PUBLIC_IP (empty without one), OCISIM_SUBNET_CIDR, OCISIM_ENDPOINT
+        and OCISIM_INSTANCE_JSON."""
         self._hook_command = (command, log_path)
 
         def hook(event, instance, vnics):
@@ -200,6 +205,7 @@ class Simulator:
             env = dict(os.environ, OCISIM_EVENT=event, OCISIM_INSTANCE_ID=instance["id"],
                        OCISIM_DISPLAY_NAME=instance["displayName"], OCISIM_HOSTNAME=primary.get("hostnameLabel") or "",
                        OCISIM_SHAPE=instance["shape"], OCISIM_PRIVATE_IP=primary.get("privateIp") or "",
+                       OCISIM_PUBLIC_IP=primary.get("publicIp") or "",
                        OCISIM_SUBNET_CIDR=subnet.get("cidrBlock") or "", OCISIM_ENDPOINT=self.endpoint or "",
                        OCISIM_INSTANCE_JSON=json.dumps(instance))
             out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # pylint: disable=consider-using-with

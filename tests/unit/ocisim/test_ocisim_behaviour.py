@@ -4,6 +4,7 @@ capacity, the instance hook and IMDS."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import time
 import urllib.error
@@ -328,3 +329,30 @@ def test_public_ip_follows_the_subnet_by_default(ocisim):
     with pytest.raises(oci.exceptions.ServiceError) as err:
         launch(private.id, True)
     assert err.value.status == 400
+
+
+def test_public_ips_come_from_the_configured_network(ocisim):
+    """--public-ip-cidr: a rehearsal puts the bastion's public IP on one of the machine's own test
+    networks. The network's first address is left to its gateway; each VNIC gets its own address."""
+    ocisim.store.public_ip_network = ipaddress.ip_network("198.18.124.0/29")
+    vn, compute, _cm = _clients(ocisim)
+    vcn = vn.create_vcn(core.CreateVcnDetails(compartment_id=ocisim.compartment_id, cidr_block="10.61.0.0/16")).data
+    public = vn.create_subnet(core.CreateSubnetDetails(compartment_id=ocisim.compartment_id, vcn_id=vcn.id,
+                                                       cidr_block="10.61.0.0/24")).data
+    image = _image_id(compute, ocisim, "Oracle-Linux-9.6-2025.10.23-0")
+
+    def launch():
+        return compute.launch_instance(core.LaunchInstanceDetails(
+            availability_domain=list(ocisim.availability_domains)[0], compartment_id=ocisim.compartment_id,
+            shape="VM.Standard.E5.Flex", source_details=core.InstanceSourceViaImageDetails(image_id=image),
+            create_vnic_details=core.CreateVnicDetails(subnet_id=public.id, assign_public_ip=True))).data
+
+    addresses = []
+    for _ in range(5):   # a /29 has six host addresses; the first is the gateway's
+        inst = launch()
+        att = compute.list_vnic_attachments(ocisim.compartment_id, instance_id=inst.id).data[0]
+        addresses.append(vn.get_vnic(att.vnic_id).data.public_ip)
+    assert addresses == ["198.18.124.{0}".format(n) for n in range(2, 7)]
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        launch()
+    assert err.value.status == 400 and "No public IP address is left" in err.value.message
