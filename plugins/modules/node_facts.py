@@ -172,8 +172,15 @@ def gather(module):
     params = module.params
     root = params['root']
 
+    sbin = ['/usr/local/sbin', '/usr/sbin', '/sbin']
+
     def run(argv):
-        return module.run_command(argv, environ_update={'LC_ALL': 'C'})
+        # Tools such as pvs live in sbin folders that a login user's PATH may lack (Debian, Ubuntu).
+        # A missing tool raises OSError, which the detectors read as "not installed".
+        path = module.get_bin_path(argv[0], opt_dirs=sbin)
+        if path is None:
+            raise OSError('%s is not installed' % argv[0])
+        return module.run_command([path] + list(argv[1:]), environ_update={'LC_ALL': 'C'})
 
     imds = {'reachable': False, 'url': params['imds_url'], 'error': None}
     doc = None
@@ -196,7 +203,7 @@ def gather(module):
     except KeyError:
         shape_facts = {}
 
-    tool_run = run if module.get_bin_path('wipefs') or module.get_bin_path('blkid') else None
+    tool_run = run if module.get_bin_path('wipefs', opt_dirs=sbin) or module.get_bin_path('blkid', opt_dirs=sbin) else None
     try:
         nvme = _node.detect_nvme(root, tool_run)
     except RuntimeError as exc:

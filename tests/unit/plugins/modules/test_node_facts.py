@@ -355,3 +355,27 @@ def test_unknown_shape_gives_empty_shape_facts(tree, monkeypatch, capsys):
     result = _run_module({'use_imds': False, 'root': tree.root, 'shape': 'BM.Unknown.1'}, monkeypatch, capsys, fake_run())
     facts = result['ansible_facts']['ocigpu_node']
     assert facts['shape_facts'] == {} and facts['shape_known'] is False and facts['imds']['error'].startswith('not asked')
+
+
+def test_module_finds_sbin_tools_and_survives_a_missing_one(tree, monkeypatch, capsys):
+    """A login user's PATH may lack /usr/sbin (Debian): tools are looked up there too, and a tool
+    that is not installed at all (pvs here) means 'not probed', never a failed task."""
+    tree.disk('nvme1n1')
+    looked_up = []
+
+    def bin_path(self, name, required=False, opt_dirs=None):
+        looked_up.append((name, tuple(opt_dirs or ())))
+        return None if name in ('nvidia-smi', 'pvs') else '/usr/sbin/' + name
+    runner = fake_run()
+    monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: runner(argv))
+    monkeypatch.setattr(AnsibleModule, 'get_bin_path', bin_path)
+    capsys.readouterr()
+    with patch_module_args({'use_imds': False, 'root': tree.root, 'shape': 'BM.GPU4.8'}):
+        with pytest.raises(SystemExit):
+            node_facts.main()
+    result = json.loads(capsys.readouterr().out)
+    assert not result.get('failed'), result
+    assert result['ansible_facts']['ocigpu_node']['nvme']['lvm_probed'] is False
+    assert ('pvs', ('/usr/local/sbin', '/usr/sbin', '/sbin')) in looked_up
+    assert all(os.path.basename(c[0]) != 'pvs' for c in runner.calls)
+    assert any(c[0] == '/usr/sbin/wipefs' for c in runner.calls)
