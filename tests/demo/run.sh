@@ -6,14 +6,21 @@
 #      cluster network) with playbooks/provision.yml
 #   3. run provision again: everything is adopted, nothing changes
 #   4. discover the cluster with the gpu_nodes inventory plugin
-#   5. configure the nodes: each launched instance has a local stand-in (a systemd container at
-#      its private IP, started by the simulator's instance hook, tests/demo/standin.sh); the
-#      common and slurm roles run on them, then `srun -N2 hostname` runs across the two nodes
+#   5. configure the nodes over SSH through the bastion, with the ProxyJump the inventory plugin
+#      sets for a real cluster. Each launched instance has a local stand-in (a systemd container at
+#      its private IP, the bastion also at its public IP, started by the simulator's instance hook,
+#      tests/demo/standin.sh, which also does cloud-init's part: login user and SSH keys). Every
+#      role that needs no GPU, NVMe disk or RDMA NIC runs (common, rdma_network, containerd_rootless,
+#      nvidia_container_toolkit without its packages, slurm, enroot, pyxis, rdma_exporter, and
+#      firewall, left on); then `srun -N2 --container-image=<an image made here>` runs across both
+#      nodes, and the demo shows what the firewall lets through and what it refuses
 #   6. tear it down with playbooks/teardown.yml and check that nothing billable is left
 #
-# The stand-ins have no GPUs, NVMe disks or RDMA NICs, so the roles that need those are not run.
+# nvme_scratch is left out (the stand-ins have no NVMe disks; tests/infra/vm.sh tests it), and so
+# is NCCL validation (no GPUs). enroot and pyxis are the test stand-ins of tests/infra/artifacts:
+# the real ones cannot be downloaded here; the pyxis stand-in enters an unpacked image folder.
 #
-# DEMO_KEEP=1 leaves the simulator running at the end (its PID and endpoint are printed).
+# DEMO_KEEP=1 leaves the simulator and the stand-ins running at the end (PIDs and endpoint printed).
 set -euo pipefail
 . "$(dirname "$0")/../infra/lib.sh"
 cd "$OCIGPU_ROOT"
@@ -21,70 +28,28 @@ export PATH="$VENV/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="$OCIGPU_ROOT/.build/collections"
 export ANSIBLE_CONFIG="$OCIGPU_ROOT/ansible.cfg"
 
-work=${DEMO_DIR:-$OCIGPU_ROOT/.build/demo}
+. "$OCIGPU_ROOT/tests/demo/lib.sh"
+
+DEMO_WORK=${DEMO_DIR:-$OCIGPU_ROOT/.build/demo}
+work=$DEMO_WORK
 rm -rf "$work"
 mkdir -p "$work"
+demo_start=$(date +%s)
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 declare -a done_steps=()
 record() { done_steps+=("$(printf '%-58s %4ss' "$1" "$2")"); }
-
-remove_standins() {
-  local ids
-  mapfile -t ids < <(podman ps -aq --filter label=ocigpu-demo=1)
-  [ "${#ids[@]}" -eq 0 ] || podman rm -f -t 2 "${ids[@]}" >/dev/null
-  ! podman network exists ocigpu-demo || podman network rm ocigpu-demo >/dev/null
-}
+# on_ctl COMMAND: run a command on the Slurm controller (the bastion) over SSH, as root.
+on_ctl() { ssh -F "$work/ssh_config" "opc@$bastion_ip" "sudo $(printf '%q ' "$@")"; }
 
 step "1. Starting the OCI simulator, with local stand-ins for the instances it launches"
-remove_standins
-# The demo VCN is 198.18.120.0/22, so the stand-ins live on the machine's own test network.
-# One podman network spans both subnets (CNI puts a single subnet on a bridge).
-podman network create --subnet 198.18.120.0/22 --gateway 198.18.120.1 ocigpu-demo >/dev/null
-python -m tests.ocisim --port 0 --write-config "$work/oci/config" \
-  --on-instance "bash $OCIGPU_ROOT/tests/demo/standin.sh" --hook-log "$work/standins.log" \
-  > "$work/sim.json" 2> "$work/sim.log" &
-sim_pid=$!
-cleanup() { if [ -z "${DEMO_KEEP:-}" ]; then kill "$sim_pid" 2>/dev/null || true; remove_standins; fi; }
-trap cleanup EXIT
-for _ in $(seq 50); do [ -s "$work/sim.json" ] && break; sleep 0.2; done
-[ -s "$work/sim.json" ] || die "the simulator did not start; see $work/sim.log"
-endpoint=$(jq -r .endpoint "$work/sim.json")
-compartment=$(jq -r .compartment_id "$work/sim.json")
-echo "simulator pid $sim_pid at $endpoint (region $(jq -r .region "$work/sim.json"))"
-
-ssh-keygen -q -t ed25519 -N '' -C demo -f "$work/id_ed25519"
-cat > "$work/cluster.yml" <<YAML
-cluster_name: demo
-compartment_id: $compartment
-ssh_source_cidrs: [203.0.113.10/32]
-ssh_public_key_file: $work/id_ed25519.pub
-gpu_shape: BM.GPU4.8
-gpu_node_count: 2
-vcn_cidr: 198.18.120.0/22
-public_subnet_cidr: 198.18.120.0/24
-private_subnet_cidr: 198.18.121.0/24
-oci_config_file: $work/oci/config
-oci_service_endpoint: $endpoint
-YAML
-cat > "$work/demo.gpu_nodes.yml" <<YAML
-plugin: ocigpu.cluster.gpu_nodes
-compartments: [$compartment]
-cluster: demo
-config_file: $work/oci/config
-service_endpoint: $endpoint
-# The stand-ins are reached through podman instead of SSH through the bastion.
-compose:
-  ansible_connection: "'containers.podman.podman'"
-  ansible_host: "'ocigpu-demo-' ~ oci_display_name"
-  ansible_user: "'root'"
-YAML
-cat > "$work/standin-vars.yml" <<YAML
-# Stand-ins are containers: no metadata service, and Slurm without cgroup containment.
-ocigpu_use_imds: false
-slurm_proctrack_type: proctrack/linuxproc
-slurm_task_plugin: task/none
-slurm_jobacct_gather_type: jobacct_gather/linux
-YAML
+# The demo VCN is 198.18.120.0/22 and public IPs come from 198.18.124.0/24, so the stand-ins live
+# on the machine's own test networks.
+trap demo_stop EXIT
+demo_start_sim
+echo "simulator pid $DEMO_SIM_PID at $DEMO_ENDPOINT (region $(jq -r .region "$work/sim.json"))"
+endpoint=$DEMO_ENDPOINT
+demo_write_files 2
+demo_artifacts
 echo "cluster vars: $work/cluster.yml"
 
 run_playbook() {  # run_playbook LABEL LOG PLAYBOOK ARGS...
@@ -109,41 +74,88 @@ start=$(date +%s)
 ansible-inventory -i "$work/demo.gpu_nodes.yml" --graph > "$work/inventory.txt"
 sed 's/^/   /' "$work/inventory.txt"
 ansible-inventory -i "$work/demo.gpu_nodes.yml" --list > "$work/inventory.json"
-jq -r 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars | to_entries[] | "   \(.key): ansible_host=\(.value.ansible_host | s) \(.value.ansible_ssh_common_args // "" | s)"' "$work/inventory.json"
+jq -r 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars | to_entries[] | "   \(.key): ansible_host=\(.value.ansible_host | s) ansible_user=\(.value.ansible_user | s) \(.value.ansible_ssh_common_args // "" | s)"' "$work/inventory.json"
 n=$(jq '.gpu_nodes.hosts | length' "$work/inventory.json")
 [ "$n" -eq 2 ] || die "expected 2 GPU nodes in the inventory, found $n"
+bastion_ip=$(jq -r 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[.bastion.hosts[0]].ansible_host | s' "$work/inventory.json")
 record "inventory discovery" $(( $(date +%s) - start ))
 
-step "5. Configuring the stand-in nodes (roles common and slurm), then srun across both nodes"
-running=0
-for _ in $(seq 90); do
-  running=$(podman ps -q --filter label=ocigpu-demo=1 --filter status=running | wc -l)
-  [ "$running" -ge 3 ] && break; sleep 1
-done
+step "5. Configuring the stand-ins over SSH through the bastion ($bastion_ip): the whole stack"
+start=$(date +%s)
+demo_wait_standins 3
 podman ps -a --filter label=ocigpu-demo=1 --format '   {{.Names}} {{.Status}}'
-[ "$running" -ge 3 ] || die "only $running of 3 stand-ins are running; see $work/standins.log"
-run_playbook "configure (common, slurm)" "$work/configure.log" -i "$work/demo.gpu_nodes.yml" \
-  playbooks/configure.yml --tags common,slurm -e "@$work/standin-vars.yml"
+echo "   every host answers SSH (nodes through ProxyJump opc@$bastion_ip)"
+record "stand-ins up, SSH through the bastion" $(( $(date +%s) - start ))
+# nvme_scratch needs NVMe disks: the stand-ins have none.
+run_playbook "configure (whole stack but nvme_scratch)" "$work/configure.log" -i "$work/demo.gpu_nodes.yml" \
+  playbooks/configure.yml --skip-tags nvme_scratch -e "@$work/standin-vars.yml"
+echo "   roles applied, per host (tasks that ran, from the log):"
+awk '/^TASK \[/ { sub(/^TASK \[/, ""); split($0, a, " : "); if (a[2] != "") r[a[1]] = 1 }
+     END { for (k in r) printf "%s ", k; print "" }' "$work/configure.log" | tr ' ' '\n' | grep -v '^$' | sort | sed 's/^/     /'
+
+step "6. A container job across both nodes, with the firewall on"
 start=$(date +%s)
 # slurmd registers a moment after its restart: wait until both nodes are idle.
 for _ in $(seq 60); do
-  [ "$(podman exec ocigpu-demo-demo-bastion sinfo --noheader --Node --format %t | grep -c '^idle')" -eq 2 ] && break
+  [ "$(on_ctl sinfo --noheader --Node --format %t | grep -c '^idle')" -eq 2 ] && break
   sleep 1
 done
-podman exec ocigpu-demo-demo-bastion sinfo | sed 's/^/   /'
-podman exec ocigpu-demo-demo-bastion srun -N2 -l hostname | sort | sed 's/^/   srun: /'
-[ "$(podman exec ocigpu-demo-demo-bastion srun -N2 hostname | sort -u | wc -l)" -eq 2 ] || die "srun did not answer from both nodes"
-record "srun -N2 across the stand-ins" $(( $(date +%s) - start ))
+on_ctl sinfo | sed 's/^/   /'
+# An image made here: a folder with a static busybox and its own os-release, unpacked on each node
+# (the pyxis stand-in enters an unpacked image folder; real pyxis imports the image with enroot).
+img=$work/image/rootfs
+mkdir -p "$img/bin" "$img/etc" "$img/tmp"
+cp /bin/busybox "$img/bin/busybox"
+for t in sh cat hostname; do ln -sf busybox "$img/bin/$t"; done
+printf 'NAME="ocigpu demo image"\nPRETTY_NAME="ocigpu demo image (busybox)"\n' > "$img/etc/os-release"
+tar -C "$img" -czf "$work/image/demo-image.tar.gz" .
+ansible gpu_nodes -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.file -a 'path=/srv/images/demo state=directory mode=0755' > "$work/image.log"
+ansible gpu_nodes -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.unarchive -a "src=$work/image/demo-image.tar.gz dest=/srv/images/demo" >> "$work/image.log"
+# shellcheck disable=SC2016  # $(hostname) and $PRETTY_NAME expand inside the image, on each node
+mapfile -t job < <(on_ctl srun -N2 -l --chdir=/ --container-image=/srv/images/demo sh -c '. /etc/os-release; echo "$(hostname): $PRETTY_NAME"' | sort)
+printf '   srun: %s\n' "${job[@]}"
+[ "$(printf '%s\n' "${job[@]}" | grep -c 'ocigpu demo image')" -eq 2 ] || die "the container job did not answer from both nodes inside the image"
+record "srun -N2 --container-image across the stand-ins" $(( $(date +%s) - start ))
 
-step "6. Tearing down, then checking that nothing billable is left"
+step "7. What the firewall lets through and what it refuses"
+node1=$(jq -r '.gpu_nodes.hosts[0]' "$work/inventory.json")
+node2=$(jq -r '.gpu_nodes.hosts[1]' "$work/inventory.json")
+ip1=$(jq -r --arg h "$node1" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h].ansible_host | s' "$work/inventory.json")
+ip2=$(jq -r --arg h "$node2" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h].ansible_host | s' "$work/inventory.json")
+# probe FROM TARGET PORT: connect from one host (bastion, or a node's IP) to another over SSH, with
+# bash's /dev/tcp; prints and records open or refused.
+probe() {
+  local how hop=(-F "$work/ssh_config")
+  [ "$1" = bastion ] || hop+=(-J "opc@$bastion_ip")
+  # shellcheck disable=SC2029  # the target and port are meant to expand here
+  if ssh "${hop[@]}" "opc@$([ "$1" = bastion ] && echo "$bastion_ip" || echo "$1")" \
+       "timeout 3 bash -c 'exec 3<>/dev/tcp/$2/$3'" 2>/dev/null; then how=open; else how=refused; fi
+  printf '   from %-15s to %-15s port %-5s %s\n' "$1" "$2" "$3" "$how"
+  echo "$how" > "$work/probe.last"
+}
+# A listener on a port that nothing declared, on node 1 (a stray service on a real node).
+ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.command \
+  -a 'systemd-run --unit demo-stray python3 -m http.server 8080' > "$work/stray.log"
+sleep 1
+echo "   firewalld zones on $node1:"
+ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.command \
+  -a 'firewall-cmd --get-active-zones' 2>/dev/null | grep -v '|' | sed 's/^/     /'
+probe "$ip2" "$ip1" 8080;  [ "$(cat "$work/probe.last")" = open ] || die "a node of the same subnet should reach port 8080"
+probe bastion "$ip1" 6818; [ "$(cat "$work/probe.last")" = open ] || die "slurmd's port should be open to the controller"
+probe bastion "$ip1" 9879; [ "$(cat "$work/probe.last")" = open ] || die "the exporter's port should be open"
+probe bastion "$ip1" 8080; [ "$(cat "$work/probe.last")" = refused ] || die "port 8080 should stay closed to hosts outside the node's subnet"
+echo "   port 8080 on $node1 answers its own subnet and stays closed to the bastion's (undeclared port, public zone)"
+
+step "8. Tearing down, then checking that nothing billable is left"
 run_playbook "teardown" "$work/teardown.log" playbooks/teardown.yml -e "@$work/cluster.yml"
 grep -o 'Nothing billable of demo is left.' "$work/teardown.log" | head -n1 | sed 's/^/   /'
 for _ in $(seq 30); do [ -z "$(podman ps -aq --filter label=ocigpu-demo=1)" ] && break; sleep 1; done
 echo "   stand-ins left: $(podman ps -aq --filter label=ocigpu-demo=1 | wc -l)"
 
+record "whole demo" $(( $(date +%s) - demo_start ))
 step "Demo finished"
 printf '   %s\n' "${done_steps[@]}"
 calls=$(curl -s "$endpoint/_admin/calls" | jq '[.[]] | add // 0' 2>/dev/null || echo '?')
 echo "   OCI API calls served by the simulator: $calls"
 echo "   logs and generated files: ${work#"$OCIGPU_ROOT"/}/"
-if [ -n "${DEMO_KEEP:-}" ]; then echo "   simulator still running: pid $sim_pid, $endpoint"; fi
+if [ -n "${DEMO_KEEP:-}" ]; then echo "   simulator still running: pid $DEMO_SIM_PID, $endpoint"; fi

@@ -1,16 +1,37 @@
 #!/usr/bin/env bash
 # Instance hook of the demo's simulator (python -m tests.ocisim --on-instance ...): a launched
 # instance gets a local stand-in, a systemd container at the instance's private IP on the podman
-# network ocigpu-demo; a terminated instance loses it. The simulator passes OCISIM_* variables.
+# network ocigpu-demo (and, for an instance with a public IP such as the bastion, at that IP on
+# ocigpu-demo-public); a terminated instance loses it. The simulator passes OCISIM_* variables.
+#
+# What cloud-init does on a real instance is done here the same way: the login user of the image
+# (DEMO_LOGIN_USER, default opc) is created with password-less sudo and the instance metadata's
+# ssh_authorized_keys, and sshd answers on port 22.
 set -euo pipefail
 name="ocigpu-demo-${OCISIM_DISPLAY_NAME}"
+user=${DEMO_LOGIN_USER:-opc}
 case "$OCISIM_EVENT" in
   launch)
-    echo "$(date +%T) launch $OCISIM_DISPLAY_NAME $OCISIM_PRIVATE_IP ($OCISIM_SHAPE)"
+    echo "$(date +%T) launch $OCISIM_DISPLAY_NAME $OCISIM_PRIVATE_IP${OCISIM_PUBLIC_IP:+ public $OCISIM_PUBLIC_IP} ($OCISIM_SHAPE)"
+    nets=(--network "ocigpu-demo:ip=$OCISIM_PRIVATE_IP")
+    [ -z "${OCISIM_PUBLIC_IP:-}" ] || nets+=(--network "ocigpu-demo-public:ip=$OCISIM_PUBLIC_IP")
     podman run -d --replace --name "$name" --hostname "${OCISIM_HOSTNAME:-$OCISIM_DISPLAY_NAME}" \
       --label ocigpu-demo=1 --label "ocigpu-demo-instance=$OCISIM_INSTANCE_ID" \
-      --network "ocigpu-demo:ip=$OCISIM_PRIVATE_IP" --no-hosts --privileged --systemd=always \
-      "${DEMO_IMAGE:-localhost/ocigpu-test:debian13}" /sbin/init ;;
+      "${nets[@]}" --no-hosts --privileged --systemd=always \
+      "${DEMO_IMAGE:-localhost/ocigpu-test:debian13}" /sbin/init
+    keys=$(jq -r '.metadata.ssh_authorized_keys // ""' <<<"$OCISIM_INSTANCE_JSON")
+    podman exec -i -e U="$user" -e IP="$OCISIM_PRIVATE_IP" "$name" sh -euc '
+      id "$U" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$U"
+      install -d -m 0700 -o "$U" -g "$U" "/home/$U/.ssh"
+      cat > "/home/$U/.ssh/authorized_keys"
+      chown "$U:$U" "/home/$U/.ssh/authorized_keys"; chmod 0600 "/home/$U/.ssh/authorized_keys"
+      echo "$U ALL=(ALL) NOPASSWD:ALL" > "/etc/sudoers.d/90-cloud-init-users"
+      chmod 0440 /etc/sudoers.d/90-cloud-init-users
+      # The VCN resolver answers for the instance name on OCI; here, /etc/hosts does.
+      grep -q " $(hostname)\$" /etc/hosts || echo "$IP $(hostname)" >> /etc/hosts
+      # podman creates /dev/net/tun 0600; a host has it 0666 (rootless networking opens it).
+      [ ! -e /dev/net/tun ] || chmod 0666 /dev/net/tun' <<<"$keys"
+    echo "$(date +%T) $OCISIM_DISPLAY_NAME: user $user has the instance's SSH keys" ;;
   terminate)
     echo "$(date +%T) terminate $OCISIM_DISPLAY_NAME"
     podman rm -f -t 2 "$name" ;;

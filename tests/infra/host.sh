@@ -6,7 +6,7 @@ set -euo pipefail
 
 apt_install podman runc fuse-overlayfs slirp4netns uidmap debootstrap systemd-container \
   lvm2 xfsprogs qemu-system-x86 qemu-utils openssh-client rsync e2fsprogs dosfstools \
-  ca-certificates curl jq iproute2 zstd shellcheck psmisc
+  ca-certificates curl jq iproute2 zstd shellcheck psmisc busybox-static
 
 conf=/etc/containers/containers.conf
 want='# Written by ocigpu.cluster tests/infra/host.sh: crun and the default ulimits fail on this host.

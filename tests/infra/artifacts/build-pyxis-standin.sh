@@ -38,6 +38,8 @@ cat > "$src/spank_pyxis.c" <<'C'
 /* Test stand-in for the pyxis SPANK plugin (ocigpu.cluster tests); not the real pyxis. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <slurm/spank.h>
 
 SPANK_PLUGIN(pyxis, 1)
@@ -53,7 +55,7 @@ static int opt_image(int val, const char *optarg, int remote)
 
 struct spank_option spank_options[] = {
 	{ "container-image", "[USER@][REGISTRY#]IMAGE[:TAG]|PATH",
-	  "[pyxis test stand-in] record the image name in the job's environment",
+	  "[pyxis test stand-in] record the image name in the job's environment; an absolute path to an unpacked root file system is entered with chroot",
 	  1, 0, opt_image },
 	SPANK_OPTIONS_TABLE_END
 };
@@ -64,6 +66,26 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	for (i = 0; i < ac; i++)
 		if (strncmp(av[i], "runtime_path=", 13) == 0 && spank_context() == S_CTX_REMOTE)
 			slurm_info("pyxis-standin: runtime_path=%s", av[i] + 13);
+	return 0;
+}
+
+/* An image given as the absolute path of an unpacked root file system (a folder) is entered the
+ * simple way: the task is chrooted into it before it drops its privileges, so it runs the image's
+ * programs and sees the image's files. Any other image name is only recorded. */
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+	struct stat st;
+	(void)sp; (void)ac; (void)av;
+	if (image[0] != '/')
+		return 0;
+	if (stat(image, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		slurm_error("pyxis-standin: %s is not an unpacked image folder", image);
+		return -1;
+	}
+	if (chroot(image) != 0 || chdir("/") != 0) {
+		slurm_error("pyxis-standin: cannot enter %s: %m", image);
+		return -1;
+	}
 	return 0;
 }
 

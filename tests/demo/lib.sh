@@ -1,0 +1,145 @@
+# Shared steps of `make demo` (tests/demo/run.sh) and the configure benchmark
+# (tests/perf/configure_bench.sh): the simulator with local stand-ins, the cluster vars, the
+# inventory reached over SSH through the bastion, and the test artifacts the roles install.
+# Source it after tests/infra/lib.sh; set DEMO_WORK (a fresh folder) first.
+# shellcheck shell=bash
+
+DEMO_PRIVATE_NET=198.18.120.0/22     # the demo VCN: both subnets live on one podman network
+DEMO_PUBLIC_NET=198.18.124.0/24      # public IPs the simulator hands out (the bastion's)
+DEMO_GATEWAY=198.18.120.1            # this machine on the private network (serves the artifacts)
+DEMO_ARTIFACT_PORT=8765
+
+demo_remove_standins() {
+  local ids
+  mapfile -t ids < <(podman ps -aq --filter label=ocigpu-demo=1)
+  [ "${#ids[@]}" -eq 0 ] || podman rm -f -t 2 "${ids[@]}" >/dev/null
+  ! podman network exists ocigpu-demo || podman network rm ocigpu-demo >/dev/null
+  ! podman network exists ocigpu-demo-public || podman network rm ocigpu-demo-public >/dev/null
+}
+
+# demo_start_sim: the networks, then the simulator in the background (DEMO_SIM_PID, DEMO_ENDPOINT,
+# DEMO_COMPARTMENT); its instance hook starts and removes the stand-ins.
+demo_start_sim() {
+  demo_remove_standins
+  podman network create --subnet "$DEMO_PRIVATE_NET" --gateway "$DEMO_GATEWAY" ocigpu-demo >/dev/null
+  podman network create --subnet "$DEMO_PUBLIC_NET" --gateway "${DEMO_PUBLIC_NET%.0/24}.1" ocigpu-demo-public >/dev/null
+  python -m tests.ocisim --port 0 --write-config "$DEMO_WORK/oci/config" --public-ip-cidr "$DEMO_PUBLIC_NET" \
+    --on-instance "bash $OCIGPU_ROOT/tests/demo/standin.sh" --hook-log "$DEMO_WORK/standins.log" \
+    > "$DEMO_WORK/sim.json" 2> "$DEMO_WORK/sim.log" &
+  DEMO_SIM_PID=$!
+  local _
+  for _ in $(seq 50); do [ -s "$DEMO_WORK/sim.json" ] && break; sleep 0.2; done
+  [ -s "$DEMO_WORK/sim.json" ] || die "the simulator did not start; see $DEMO_WORK/sim.log"
+  DEMO_ENDPOINT=$(jq -r .endpoint "$DEMO_WORK/sim.json")
+  DEMO_COMPARTMENT=$(jq -r .compartment_id "$DEMO_WORK/sim.json")
+}
+
+# demo_stop: the simulator, the artifact server and the stand-ins (unless DEMO_KEEP is set).
+demo_stop() {
+  [ -z "${DEMO_KEEP:-}" ] || return 0
+  [ -z "${DEMO_SIM_PID:-}" ] || kill "$DEMO_SIM_PID" 2>/dev/null || true
+  [ -z "${DEMO_HTTP_PID:-}" ] || kill "$DEMO_HTTP_PID" 2>/dev/null || true
+  demo_remove_standins
+}
+
+# demo_write_files NODES: SSH key, cluster vars, inventory source, SSH client settings and the
+# stand-in role vars under DEMO_WORK.
+demo_write_files() {
+  local nodes=$1 w=$DEMO_WORK
+  ssh-keygen -q -t ed25519 -N '' -C demo -f "$w/id_ed25519"
+  cat > "$w/cluster.yml" <<YAML
+cluster_name: demo
+compartment_id: $DEMO_COMPARTMENT
+ssh_source_cidrs: [203.0.113.10/32]
+ssh_public_key_file: $w/id_ed25519.pub
+gpu_shape: BM.GPU4.8
+gpu_node_count: $nodes
+vcn_cidr: 198.18.120.0/22
+public_subnet_cidr: 198.18.120.0/24
+private_subnet_cidr: 198.18.121.0/24
+oci_config_file: $w/oci/config
+oci_service_endpoint: $DEMO_ENDPOINT
+YAML
+  # The inventory exactly as a user writes it for a real cluster: hosts on their private IPs,
+  # reached through the bastion's public IP (ProxyJump set by the plugin).
+  cat > "$w/demo.gpu_nodes.yml" <<YAML
+plugin: ocigpu.cluster.gpu_nodes
+compartments: [$DEMO_COMPARTMENT]
+cluster: demo
+config_file: $w/oci/config
+service_endpoint: $DEMO_ENDPOINT
+YAML
+  # On OCI a node learns its subnet from the metadata service, and the firewall trusts that subnet.
+  # The stand-ins cannot reach it, and one podman network carries both subnets (its prefix is the
+  # VCN's /22), so each group is told its subnet, as group_vars beside the inventory.
+  mkdir -p "$w/group_vars"
+  printf 'firewall_trust_primary_subnet: false\nfirewall_trusted_sources: [198.18.121.0/24]\n' > "$w/group_vars/gpu_nodes.yml"
+  printf 'firewall_trust_primary_subnet: false\nfirewall_trusted_sources: [198.18.120.0/24]\n' > "$w/group_vars/bastion.yml"
+  # What a user has in ~/.ssh/config; -F also reaches the ProxyJump hop.
+  cat > "$w/ssh_config" <<CFG
+Host *
+  IdentityFile $w/id_ed25519
+  IdentitiesOnly yes
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  LogLevel ERROR
+  ControlMaster auto
+  ControlPath $w/cm-%C
+  ControlPersist 300s
+  ServerAliveInterval 30
+CFG
+  export ANSIBLE_SSH_ARGS="-F $w/ssh_config"
+  # Facts of earlier demos (same host names, other addresses) must not be reused.
+  export ANSIBLE_CACHE_PLUGIN_CONNECTION="$w/facts"
+}
+
+# demo_artifacts: the enroot and pyxis stand-ins (tests/infra/artifacts), served to the nodes from
+# this machine on the private network once it exists (demo_wait_standins); writes the role vars that point at them and the rest of the
+# settings that containers need, to DEMO_WORK/standin-vars.yml.
+demo_artifacts() {
+  local w=$DEMO_WORK a=$DEMO_WORK/artifacts
+  bash tests/infra/artifacts/build-enroot-debs.sh "$a/enroot" >/dev/null
+  bash tests/infra/artifacts/build-pyxis-standin.sh "$a/pyxis" >/dev/null
+  {
+    cat <<YAML
+# Stand-ins are containers: no metadata service, and Slurm without cgroup containment.
+ocigpu_use_imds: false
+slurm_proctrack_type: proctrack/linuxproc
+slurm_task_plugin: task/none
+slurm_jobacct_gather_type: jobacct_gather/linux
+# containerd from Debian's packages (nerdctl is in no Debian release); overlay on overlay fails.
+containerd_rootless_install_method: package
+containerd_rootless_components: [containerd, runc, cni_plugins, rootlesskit, slirp4netns, bypass4netns]
+containerd_rootless_snapshotter: native
+containerd_rootless_remote_fstypes: [nfs, nfs4, overlay]
+# No GPUs and no NVIDIA repository here: the toolkit's GPU-less path.
+nvidia_container_toolkit_manage_repo: false
+nvidia_container_toolkit_install: false
+# The enroot and pyxis stand-ins, pinned by their sums as a site pins the real releases.
+enroot_sysctl_apply: false
+enroot_package_src_dir: $a/enroot
+pyxis_url_base: http://$DEMO_GATEWAY:$DEMO_ARTIFACT_PORT/pyxis
+pyxis_sha256: $(cat "$a/pyxis/v0.24.0.tar.gz.sha256")
+enroot_package_sha256:
+YAML
+    awk '{ printf "  %s: %s\n", $2, $1 }' "$a/enroot/SHA256SUMS"
+  } > "$w/standin-vars.yml"
+}
+
+# demo_wait_standins COUNT: wait until COUNT stand-ins run and answer SSH through the bastion.
+demo_wait_standins() {
+  local want=$1 running=0 _
+  for _ in $(seq 120); do
+    running=$(podman ps -q --filter label=ocigpu-demo=1 --filter status=running | wc -l)
+    [ "$running" -ge "$want" ] && break; sleep 1
+  done
+  [ "$running" -ge "$want" ] || die "only $running of $want stand-ins are running; see $DEMO_WORK/standins.log"
+  # The bridge holds the gateway address now: serve the artifacts there.
+  if [ -z "${DEMO_HTTP_PID:-}" ]; then
+    python3 -m http.server "$DEMO_ARTIFACT_PORT" --bind "$DEMO_GATEWAY" --directory "$DEMO_WORK/artifacts" \
+      > "$DEMO_WORK/http.log" 2>&1 &
+    DEMO_HTTP_PID=$!
+  fi
+  ansible all -i "$DEMO_WORK/demo.gpu_nodes.yml" -m ansible.builtin.wait_for_connection -a timeout=120 \
+    > "$DEMO_WORK/wait.log" 2>&1 || { tail -20 "$DEMO_WORK/wait.log"; die "the stand-ins do not answer SSH"; }
+}
