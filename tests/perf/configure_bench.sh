@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Benchmark of configure.yml over SSH through the bastion, on the demo's local stand-ins
+# (tests/demo/lib.sh: the simulator launches one systemd container per instance).
+#
+# For each node count it provisions a cluster against the simulator, then times three runs of the
+# whole configure.yml (every role that needs no GPU, NVMe disk or RDMA NIC, firewall on):
+#   first    - the first run on fresh stand-ins
+#   re-run   - the same run again (idempotent: nothing to change)
+#   --tags slurm - one role re-applied, as a user does after editing Slurm settings
+# and prints the times, the re-runs as a share of the first run, and where the time went (the
+# ansible.posix profile_roles and profile_tasks recaps of each run).
+#
+#   bash tests/perf/configure_bench.sh          # 2 and 8 nodes
+#   bash tests/perf/configure_bench.sh 2 4 8    # other counts
+#
+# Needs what `make demo` needs (tests/infra/host.sh, venv.sh, build-image.sh). Logs: .build/perf/.
+set -euo pipefail
+. "$(dirname "$0")/../infra/lib.sh"
+cd "$OCIGPU_ROOT"
+export PATH="$VENV/bin:$PATH"
+export ANSIBLE_COLLECTIONS_PATH="$OCIGPU_ROOT/.build/collections"
+export ANSIBLE_CONFIG="$OCIGPU_ROOT/ansible.cfg"
+export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_roles,ansible.posix.profile_tasks
+. "$OCIGPU_ROOT/tests/demo/lib.sh"
+
+counts=("$@")
+[ "${#counts[@]}" -gt 0 ] || counts=(2 8)
+base=$OCIGPU_ROOT/.build/perf
+rm -rf "$base"
+mkdir -p "$base"
+trap demo_stop EXIT
+declare -a rows=()
+
+# timed LOG ARGS...: run configure.yml, print and return its wall time in seconds.
+timed() {
+  local log=$1 start; shift
+  start=$(date +%s.%N)
+  ansible-playbook -i "$DEMO_WORK/demo.gpu_nodes.yml" playbooks/configure.yml --skip-tags nvme_scratch \
+    -e "@$DEMO_WORK/standin-vars.yml" "$@" > "$log" 2>&1 || { tail -30 "$log" >&2; die "configure failed; see $log"; }
+  awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f\n", a - b }'
+}
+
+# recap LOG: the slowest roles and tasks of one run.
+recap() {
+  awk '/^ROLES RECAP/ { r = 1; next } /^TASKS RECAP/ { r = 0 } r && / -+ [0-9.]+s$/ { print "      role  " $0 }' "$1" | head -n 6
+  awk '/^TASKS RECAP/ { t = 1; next } t && / -+ [0-9.]+s$/ { print "      task  " $0 }' "$1" | head -n 5
+}
+
+changed_total() { grep -E '^[^ ]+ +: ok=' "$1" | sed -E 's/.*changed=([0-9]+).*/\1/' | awk '{ n += $1 } END { print n + 0 }'; }
+
+for n in "${counts[@]}"; do
+  DEMO_WORK=$base/n$n
+  mkdir -p "$DEMO_WORK"
+  log "--- $n nodes: provisioning against the simulator"
+  demo_start_sim
+  demo_write_files "$n"
+  demo_artifacts
+  ansible-playbook playbooks/provision.yml -e "@$DEMO_WORK/cluster.yml" > "$DEMO_WORK/provision.log" 2>&1 \
+    || { tail -30 "$DEMO_WORK/provision.log"; die "provision failed"; }
+  demo_wait_standins $((n + 1))
+  log "--- $n nodes: first configure"
+  first=$(timed "$DEMO_WORK/first.log")
+  log "--- $n nodes: idempotent re-run"
+  rerun=$(timed "$DEMO_WORK/rerun.log")
+  log "--- $n nodes: --tags slurm"
+  slurm=$(timed "$DEMO_WORK/slurm.log" --tags slurm)
+  rows+=("$(printf '%5s  %8.1f  %8.1f %5.0f%%  %8.1f %5.0f%%  %9s' "$n" "$first" "$rerun" \
+    "$(awk -v a="$rerun" -v b="$first" 'BEGIN { print 100 * a / b }')" "$slurm" \
+    "$(awk -v a="$slurm" -v b="$first" 'BEGIN { print 100 * a / b }')" \
+    "$(changed_total "$DEMO_WORK/rerun.log")")")
+  for phase in first rerun slurm; do
+    echo "  $n nodes, $phase: where the time went" >> "$base/recaps.txt"
+    recap "$DEMO_WORK/$phase.log" >> "$base/recaps.txt"
+  done
+  demo_stop
+  DEMO_SIM_PID='' DEMO_HTTP_PID=''
+done
+
+echo
+echo "configure.yml over SSH through the bastion (whole stack but nvme_scratch), seconds:"
+printf '%5s  %8s  %8s %6s  %8s %6s  %9s\n' nodes first re-run share 'slurm' share 'changed*'
+printf '%s\n' "${rows[@]}"
+echo "  * tasks reported changed by the idempotent re-run, all hosts together (0 expected)"
+echo "  goals: re-run at most 25 % of the first run, --tags slurm at most 15 %"
+echo
+cat "$base/recaps.txt"
+echo
+echo "reproduce: bash tests/perf/configure_bench.sh ${counts[*]}   (logs under .build/perf/)"
