@@ -39,6 +39,7 @@ demo_stop() {
   [ -z "${DEMO_KEEP:-}" ] || return 0
   [ -z "${DEMO_SIM_PID:-}" ] || kill "$DEMO_SIM_PID" 2>/dev/null || true
   [ -z "${DEMO_HTTP_PID:-}" ] || kill "$DEMO_HTTP_PID" 2>/dev/null || true
+  DEMO_SIM_PID='' DEMO_HTTP_PID=''
   demo_remove_standins
 }
 

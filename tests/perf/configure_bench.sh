@@ -73,7 +73,6 @@ for n in "${counts[@]}"; do
     recap "$DEMO_WORK/$phase.log" >> "$base/recaps.txt"
   done
   demo_stop
-  DEMO_SIM_PID='' DEMO_HTTP_PID=''
 done
 
 echo
