@@ -11,7 +11,7 @@ set -uo pipefail
 . "$(dirname "$0")/infra/lib.sh"
 cd "$OCIGPU_ROOT" || exit 1
 
-STAGES=${STAGES:-setup images lint sanity unit molecule integration}
+STAGES=${STAGES:-setup images lint sanity unit molecule integration demo}
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
 mkdir -p "$LOGDIR"
 rm -f "$LOGDIR/.molecule-retried" "$LOGDIR/.molecule-skipped"
@@ -149,6 +149,9 @@ for s in $STAGES; do
         log "LOUD SKIP: no integration tests exist yet (tests/integration/test_*.py)"
         summary+=("SKIP  integration (no tests yet)")
       fi ;;
+    demo)
+      # The whole stack on the same nodes, over SSH through the bastion (what `make demo` shows).
+      stage demo:whole-stack bash tests/demo/run.sh ;;
     *) die "unknown stage $s" ;;
   esac
 done
