@@ -1,0 +1,66 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ocigpu.cluster.folders: several folders with owner, group and mode in one call."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.ocigpu.cluster.plugins.modules import folders
+
+
+def run(capsys, specs, check=False):
+    capsys.readouterr()
+    with patch_module_args({'folders': specs, '_ansible_check_mode': check}):
+        with pytest.raises(SystemExit):
+            folders.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_creates_missing_folders_with_parents_then_changes_nothing(tmp_path, capsys):
+    a, b = str(tmp_path / 'etc' / 'slurm'), str(tmp_path / 'etc' / 'slurm' / 'prolog.d')
+    specs = [{'path': a, 'mode': '0750'}, {'path': b, 'mode': '0700'}]
+    first = run(capsys, specs)
+    assert first['changed'] is True
+    assert first['created'] == [str(tmp_path / 'etc'), a, b]
+    assert (mode_of(a), mode_of(b), mode_of(str(tmp_path / 'etc'))) == (0o750, 0o700, 0o750)
+    second = run(capsys, specs)
+    assert (second['changed'], second['created'], second['changed_folders']) == (False, [], [])
+
+
+def test_sets_the_mode_of_an_existing_folder(tmp_path, capsys):
+    path = tmp_path / 'spool'
+    path.mkdir(mode=0o777)
+    os.chmod(path, 0o777)
+    result = run(capsys, [{'path': str(path), 'mode': '0755', 'owner': str(os.getuid()), 'group': str(os.getgid())}])
+    assert result['changed'] is True and result['changed_folders'] == [str(path)]
+    assert mode_of(str(path)) == 0o755
+
+
+def test_check_mode_reports_and_changes_nothing(tmp_path, capsys):
+    existing = tmp_path / 'old'
+    existing.mkdir()
+    os.chmod(existing, 0o777)
+    new = tmp_path / 'new' / 'deep'
+    result = run(capsys, [{'path': str(existing), 'mode': '0755'}, {'path': str(new), 'mode': '0755'}], check=True)
+    assert result['changed'] is True
+    assert result['created'] == [str(tmp_path / 'new'), str(new)]
+    assert result['changed_folders'] == [str(existing)]
+    assert not (tmp_path / 'new').exists() and mode_of(str(existing)) == 0o777
+
+
+def test_refuses_a_file_in_the_way_before_changing_anything(tmp_path, capsys):
+    (tmp_path / 'conf').write_text('x')
+    first = tmp_path / 'first'
+    result = run(capsys, [{'path': str(first), 'mode': '0755'}, {'path': str(tmp_path / 'conf')},
+                          {'path': 'relative/path'}])
+    assert result['failed'] is True
+    assert 'exists and is not a folder' in result['msg'] and 'relative/path is not an absolute path' in result['msg']
+    assert not first.exists()
