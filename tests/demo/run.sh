@@ -14,6 +14,7 @@
 #      nvidia_container_toolkit without its packages, slurm, enroot, pyxis, rdma_exporter, and
 #      firewall, left on); then `srun -N2 --container-image=<an image made here>` runs across both
 #      nodes, and the demo shows what the firewall lets through and what it refuses
+#      (configure runs twice: the re-run must change nothing)
 #   6. tear it down with playbooks/teardown.yml and check that nothing billable is left
 #
 # nvme_scratch is left out (the stand-ins have no NVMe disks; tests/infra/vm.sh tests it), and so
@@ -87,11 +88,25 @@ podman ps -a --filter label=ocigpu-demo=1 --format '   {{.Names}} {{.Status}}'
 echo "   every host answers SSH (nodes through ProxyJump opc@$bastion_ip)"
 record "stand-ins up, SSH through the bastion" $(( $(date +%s) - start ))
 # nvme_scratch needs NVMe disks: the stand-ins have none.
+start=$(date +%s)
 run_playbook "configure (whole stack but nvme_scratch)" "$work/configure.log" -i "$work/demo.gpu_nodes.yml" \
   playbooks/configure.yml --skip-tags nvme_scratch -e "@$work/standin-vars.yml"
-echo "   roles applied, per host (tasks that ran, from the log):"
-awk '/^TASK \[/ { sub(/^TASK \[/, ""); split($0, a, " : "); if (a[2] != "") r[a[1]] = 1 }
-     END { for (k in r) printf "%s ", k; print "" }' "$work/configure.log" | tr ' ' '\n' | grep -v '^$' | sort | sed 's/^/     /'
+echo "   roles applied (tasks that ran, ok or changed, per role and host, from the log):"
+awk '/^TASK \[/ { role = ""; t = $0; sub(/^TASK \[/, "", t); n = split(t, a, " : "); if (n > 1) role = a[1] }
+     /^(ok|changed): \[/ && role != "" { h = $2; sub(/^\[/, "", h); sub(/\]:?$/, "", h); c[role " " h]++ }
+     END { for (k in c) print k, c[k] }' "$work/configure.log" \
+  | sort | awk '{ if ($1 != last) { printf "%s%-40s", (NR > 1 ? "\n" : ""), $1; last = $1 } printf " %s=%s", $2, $3 } END { print "" }' \
+  | sed 's/^/     /'
+
+echo "   configuring again (an idempotent re-run):"
+start=$(date +%s)
+run_playbook "configure again (idempotent re-run)" "$work/configure-2.log" -i "$work/demo.gpu_nodes.yml" \
+  playbooks/configure.yml --skip-tags nvme_scratch -e "@$work/standin-vars.yml"
+if grep -E '^[^ ]+ +: ok=' "$work/configure-2.log" | grep -vqE ' changed=0 '; then
+  grep -E '^(changed):' "$work/configure-2.log" | head -20
+  die "the re-run of configure changed something; see $work/configure-2.log"
+fi
+echo "   changed=0 on every host, in $(( $(date +%s) - start ))s"
 
 step "6. A container job across both nodes, with the firewall on"
 start=$(date +%s)
