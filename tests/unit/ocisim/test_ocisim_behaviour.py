@@ -348,7 +348,7 @@ def test_public_ips_come_from_the_configured_network(ocisim):
             create_vnic_details=core.CreateVnicDetails(subnet_id=public.id, assign_public_ip=True))).data
 
     addresses = []
-    for _ in range(5):   # a /29 has six host addresses; the first is the gateway's
+    for _attempt in range(5):   # a /29 has six host addresses; the first is the gateway's
         inst = launch()
         att = compute.list_vnic_attachments(ocisim.compartment_id, instance_id=inst.id).data[0]
         addresses.append(vn.get_vnic(att.vnic_id).data.public_ip)
