@@ -1,8 +1,13 @@
 # Shared steps of `make demo` (tests/demo/run.sh) and the configure benchmark
 # (tests/perf/configure_bench.sh): the simulator with local stand-ins, the cluster vars, the
 # inventory reached over SSH through the bastion, and the test artifacts the roles install.
-# Source it after tests/infra/lib.sh; set DEMO_WORK (a fresh folder) first.
+# Source it after tests/infra/lib.sh (it puts the venv on PATH and points Ansible at the checkout);
+# set DEMO_WORK (a fresh folder) before calling its functions.
 # shellcheck shell=bash
+
+export PATH="$VENV/bin:$PATH"
+export ANSIBLE_COLLECTIONS_PATH="$OCIGPU_ROOT/.build/collections"
+export ANSIBLE_CONFIG="$OCIGPU_ROOT/ansible.cfg"
 
 DEMO_PRIVATE_NET=198.18.120.0/22     # the demo VCN: both subnets live on one podman network
 DEMO_PUBLIC_NET=198.18.124.0/24      # public IPs the simulator hands out (the bastion's)

@@ -25,9 +25,6 @@
 set -euo pipefail
 . "$(dirname "$0")/../infra/lib.sh"
 cd "$OCIGPU_ROOT"
-export PATH="$VENV/bin:$PATH"
-export ANSIBLE_COLLECTIONS_PATH="$OCIGPU_ROOT/.build/collections"
-export ANSIBLE_CONFIG="$OCIGPU_ROOT/ansible.cfg"
 
 . "$OCIGPU_ROOT/tests/demo/lib.sh"
 

@@ -17,9 +17,6 @@
 set -euo pipefail
 . "$(dirname "$0")/../infra/lib.sh"
 cd "$OCIGPU_ROOT"
-export PATH="$VENV/bin:$PATH"
-export ANSIBLE_COLLECTIONS_PATH="$OCIGPU_ROOT/.build/collections"
-export ANSIBLE_CONFIG="$OCIGPU_ROOT/ansible.cfg"
 export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_roles,ansible.posix.profile_tasks
 . "$OCIGPU_ROOT/tests/demo/lib.sh"
 

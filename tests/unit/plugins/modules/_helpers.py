@@ -19,3 +19,21 @@ def live(sim, kind):
     """Stored resources of a kind that are not dead (default VCN children left out)."""
     return [r for r in getattr(sim.state, kind).values()
             if r.get('lifecycleState') not in ('TERMINATED', 'TERMINATING', 'DELETED') and not r.get('_default')]
+
+
+def run_module(module, args, capsys, check=False):
+    """Run a module's main() with these arguments; its JSON result."""
+    # Imported here: the OCI module tests import this file without needing the module test kit.
+    import json
+
+    import pytest
+    from ansible.module_utils.testing import patch_module_args
+
+    args = dict(args)
+    if check:
+        args['_ansible_check_mode'] = True
+    capsys.readouterr()
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out)

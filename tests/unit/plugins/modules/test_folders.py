@@ -2,22 +2,16 @@
 """ocigpu.cluster.folders: several folders with owner, group and mode in one call."""
 from __future__ import annotations
 
-import json
 import os
 import stat
 
-import pytest
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.ocigpu.cluster.plugins.modules import folders
+
+from tests.unit.plugins.modules._helpers import run_module
 
 
 def run(capsys, specs, check=False):
-    capsys.readouterr()
-    with patch_module_args({'folders': specs, '_ansible_check_mode': check}):
-        with pytest.raises(SystemExit):
-            folders.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(folders, {'folders': specs}, capsys, check=check)
 
 
 def mode_of(path):

@@ -2,15 +2,14 @@
 """package_lists: when the apt lists are refreshed, what counts as installed, and what it reports."""
 from __future__ import annotations
 
-import json
 import os
 import time
 
 import pytest
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ocigpu.cluster.plugins.modules import package_lists
+from tests.unit.plugins.modules._helpers import run_module
 
 HOUR = 3600
 INDEX = 'deb.debian.org_debian_dists_trixie_main_binary-amd64_Packages'
@@ -75,14 +74,7 @@ class Host(object):
 def _run(host, monkeypatch, capsys, check=False, **args):
     monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: host.run(argv))
     monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda self, name, required=False, *a, **kw: host.bin(name))
-    args = dict(args, lists_dir=str(host.lists))
-    if check:
-        args['_ansible_check_mode'] = True
-    capsys.readouterr()
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            package_lists.main()
-    result = json.loads(capsys.readouterr().out)
+    result = run_module(package_lists, dict(args, lists_dir=str(host.lists)), capsys, check=check)
     if not result.get('failed'):
         assert result['changed'] is False
     return result
