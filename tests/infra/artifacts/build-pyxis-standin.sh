@@ -2,7 +2,9 @@
 # Assemble a test stand-in for the pyxis source archive (pyxis-<V>/ with a Makefile whose targets
 # and prefix variable match upstream's, and a small SPANK plugin spank_pyxis.c). The plugin is
 # built against the installed Slurm's spank.h and loaded by srun/slurmd like pyxis; it registers
-# --container-image and says it is a stand-in: the real pyxis cannot be downloaded here.
+# --container-image and says it is a stand-in: the real pyxis cannot be downloaded here. An image
+# given as the absolute path of an unpacked root file system is entered with chroot (make demo runs
+# a container job that way); any other image name is only recorded in the job's environment.
 # Writes the sha256 to <archive>.sha256.
 #
 #   build-pyxis-standin.sh OUTDIR [VERSION]
