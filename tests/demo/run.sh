@@ -43,6 +43,8 @@ step "1. Starting the OCI simulator, with local stand-ins for the instances it l
 # The demo VCN is 198.18.120.0/22 and public IPs come from 198.18.124.0/24, so the stand-ins live
 # on the machine's own test networks.
 trap demo_stop EXIT
+# A stop by signal also removes the stand-ins and ends the simulator (through the EXIT trap).
+trap 'exit 143' TERM INT
 demo_start_sim
 echo "simulator pid $DEMO_SIM_PID at $DEMO_ENDPOINT (region $(jq -r .region "$work/sim.json"))"
 endpoint=$DEMO_ENDPOINT

@@ -26,6 +26,8 @@ base=$OCIGPU_ROOT/.build/perf
 rm -rf "$base"
 mkdir -p "$base"
 trap demo_stop EXIT
+# A stop by signal also removes the stand-ins and ends the simulator (through the EXIT trap).
+trap 'exit 143' TERM INT
 declare -a rows=()
 
 # timed LOG ARGS...: run configure.yml, print and return its wall time in seconds.
