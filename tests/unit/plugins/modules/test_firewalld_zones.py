@@ -176,18 +176,21 @@ def _both(fw, name, kind):
 
 # ------------------------------------------------------------------- applying and re-applying
 
+# What the cluster's zones need on a fresh firewalld, in the order the module reports it.
+FIRST_CHANGES = [
+    'trusted: add source 10.0.0.0/16',
+    'trusted: add source 192.168.128.0/22',
+    'public: remove service dhcpv6-client',
+    'public: add port 6817/tcp',
+    'public: add port 6818/tcp',
+    'public: add port 60001-63000/tcp',
+]
+
 
 def test_first_apply_changes_both_configurations(fw, monkeypatch, capsys):
     result = _run(fw, monkeypatch, capsys, default_zone='public', zones=CLUSTER)
     assert result['changed'] is True
-    assert result['changes'] == [
-        'trusted: add source 10.0.0.0/16',
-        'trusted: add source 192.168.128.0/22',
-        'public: remove service dhcpv6-client',
-        'public: add port 6817/tcp',
-        'public: add port 6818/tcp',
-        'public: add port 60001-63000/tcp',
-    ]
+    assert result['changes'] == FIRST_CHANGES
     assert result['default_zone'] == 'public'
     for mode in ('permanent', 'runtime'):
         assert fw.zone('trusted', mode)['sources'] == ['10.0.0.0/16', '192.168.128.0/22']
@@ -349,15 +352,7 @@ def test_check_mode_reports_and_changes_nothing(fw, monkeypatch, capsys):
     before = copy.deepcopy(fw.config)
     result = _run(fw, monkeypatch, capsys, check=True, default_zone='public', zones=CLUSTER)
     assert result['changed'] is True
-    assert result['changes'] == [
-        'trusted: add source 10.0.0.0/16',
-        'trusted: add source 192.168.128.0/22',
-        'public: remove service dhcpv6-client',
-        'public: add port 6817/tcp',
-        'public: add port 6818/tcp',
-        'public: add port 60001-63000/tcp',
-        'default zone: public (was home)',
-    ]
+    assert result['changes'] == FIRST_CHANGES + ['default zone: public (was home)']
     assert result['default_zone'] == 'public'
     assert fw.mutations() == [] and fw.config == before and fw.default == 'home'
 
