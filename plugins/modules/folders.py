@@ -30,24 +30,25 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 options:
   folders:
-    description: The folders, each with its owner, group and mode.
+    description:
+      - The folders. An item is the folder's absolute path, or a dict with its C(path) and any of
+        C(owner), C(group) and C(mode) that differ from O(owner), O(group) and O(mode).
     type: list
-    elements: dict
+    elements: raw
     required: true
-    suboptions:
-      path:
-        description: Absolute path of the folder.
-        type: path
-        required: true
-      owner:
-        description: Owner (name or uid). Unset, a new folder belongs to the user the module runs as and an existing one keeps its owner.
-        type: str
-      group:
-        description: Group (name or gid). Unset, as for O(folders[].owner).
-        type: str
-      mode:
-        description: Permissions, as for M(ansible.builtin.file) (V('0755'), V(u=rwx,g=rx,o=rx)). Unset, a new folder gets the umask's.
-        type: raw
+  owner:
+    description:
+      - Owner (name or uid) of every folder that names none.
+      - Unset, a new folder belongs to the user the module runs as and an existing one keeps its owner.
+    type: str
+  group:
+    description: Group (name or gid) of every folder that names none. Unset, as for O(owner).
+    type: str
+  mode:
+    description:
+      - Permissions of every folder that names none, as for M(ansible.builtin.file) (V('0755'), V(u=rwx,g=rx,o=rx)).
+      - Unset, a new folder gets the umask's.
+    type: raw
 seealso:
   - module: ansible.builtin.file
 """
@@ -56,8 +57,12 @@ EXAMPLES = r"""
 - name: Create the Slurm folders
   ocigpu.cluster.folders:
     folders:
-      - {path: /etc/slurm, owner: root, group: root, mode: "0755"}
-      - {path: /var/log/slurm, owner: slurm, group: slurm, mode: "0755"}
+      - /etc/slurm
+      - /etc/slurm/prolog.d
+      - {path: /var/log/slurm, owner: slurm, group: slurm}
+    owner: root
+    group: root
+    mode: "0755"
 """
 
 RETURN = r"""
@@ -98,18 +103,43 @@ def _missing_chain(path):
     return list(reversed(chain))
 
 
+FIELDS = ('path', 'owner', 'group', 'mode')
+
+
+def _specs(module):
+    """Each item as a dict of path, owner, group and mode (module defaults filled in), and the
+    problems of the items that are not."""
+    params = module.params
+    specs, problems = [], []
+    for item in params['folders']:
+        if isinstance(item, str):
+            item = {'path': item}
+        if not isinstance(item, dict) or not isinstance(item.get('path'), str):
+            problems.append('%r is neither a path nor a dict with a path' % (item,))
+            continue
+        unknown = sorted(set(item) - set(FIELDS))
+        if unknown:
+            problems.append('%s: unknown keys %s' % (item['path'], ', '.join(unknown)))
+            continue
+        spec = dict((key, item[key] if item.get(key) is not None else params.get(key)) for key in FIELDS)
+        for key in ('owner', 'group'):   # a uid or gid given as a number in YAML
+            if spec[key] is not None:
+                spec[key] = str(spec[key])
+        specs.append(spec)
+    return specs, problems
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=dict(folders=dict(type='list', elements='dict', required=True, options=dict(
-            path=dict(type='path', required=True),
+        argument_spec=dict(
+            folders=dict(type='list', elements='raw', required=True),
             owner=dict(type='str'),
             group=dict(type='str'),
             mode=dict(type='raw'),
-        ))),
+        ),
         supports_check_mode=True,
     )
-    folders = module.params['folders']
-    problems = []
+    folders, problems = _specs(module)
     for spec in folders:
         path = spec['path']
         if not os.path.isabs(path):

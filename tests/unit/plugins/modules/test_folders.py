@@ -58,3 +58,20 @@ def test_refuses_a_file_in_the_way_before_changing_anything(tmp_path, capsys):
     assert result['failed'] is True
     assert 'exists and is not a folder' in result['msg'] and 'relative/path is not an absolute path' in result['msg']
     assert not first.exists()
+
+
+def test_paths_take_the_module_defaults_and_a_dict_overrides_them(tmp_path, capsys):
+    plain, own = str(tmp_path / 'conf'), str(tmp_path / 'log')
+    result = run_module(folders, {'folders': [plain, {'path': own, 'mode': '0700'}], 'mode': '0750',
+                                  'owner': str(os.getuid())}, capsys)
+    assert result['changed'] is True and result['created'] == [plain, own]
+    assert (mode_of(plain), mode_of(own)) == (0o750, 0o700)
+
+
+def test_refuses_malformed_items_before_changing_anything(tmp_path, capsys):
+    first = tmp_path / 'first'
+    result = run_module(folders, {'folders': [str(first), {'path': str(tmp_path / 'x'), 'mod': '0755'}, 42]},
+                        capsys)
+    assert result['failed'] is True
+    assert 'unknown keys mod' in result['msg'] and '42 is neither a path nor a dict with a path' in result['msg']
+    assert not first.exists()
