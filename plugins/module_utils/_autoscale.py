@@ -48,6 +48,8 @@ except ImportError:
 NODES_TAG = 'ocigpu-slurm-nodes'
 NODE_TAG = 'ocigpu-slurm-node'  # on each instance: its Slurm name, read by the node from the metadata service
 AUTOSCALER_TAG = 'ocigpu-autoscaler'
+PULL_SERVER_TAG = 'ocigpu-pull-server'  # on each instance, with PULL_CERT_TAG: where its pull path finds the controller
+PULL_CERT_TAG = 'ocigpu-pull-cert'
 MAX_TAG_VALUE = 256  # OCI's limit on a freeform tag value
 
 DEFAULTS = dict(
@@ -60,6 +62,7 @@ DEFAULTS = dict(
     resume_fail_reason_prefix='ocigpu-autoscaler',
     node_setup_command=[],
     freeform_tags={},
+    pull={},
 )
 REQUIRED = ('cluster_name', 'compartment_id', 'availability_domain', 'subnet_id', 'instance_configuration_id', 'nodes')
 
@@ -296,12 +299,21 @@ class Autoscaler(object):
         for m in mapping:
             inst = self.session.call(compute.get_instance, m['id'])
             tags = dict(inst.freeform_tags or {})
+            want = dict(self._pull_tags(), **{NODE_TAG: m['name']})
             display_name = '%s-%s' % (self.config['cluster_name'], m['name'])
-            if tags.get(NODE_TAG) == m['name'] and inst.display_name == display_name:
+            if all(tags.get(k) == v for k, v in want.items()) and inst.display_name == display_name:
                 continue
-            tags[NODE_TAG] = m['name']
+            tags.update(want)
             self.session.call(compute.update_instance, m['id'], M.UpdateInstanceDetails(
                 display_name=display_name, freeform_tags=tags))
+
+    def _pull_tags(self):
+        """Where a node that configures itself at boot finds the controller (module_utils/_pull_node.py):
+        its pull server and the SHA-256 of that server's certificate; none without a pull section."""
+        pull = self.config.get('pull') or {}
+        if not (pull.get('server') and pull.get('cert_sha256')):
+            return {}
+        return {PULL_SERVER_TAG: pull['server'], PULL_CERT_TAG: pull['cert_sha256']}
 
     def _create(self, names):
         carried = compress_hostlist(names)

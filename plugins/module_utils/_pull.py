@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The controller's side of the pull path (`ocigpu-pull-server`, installed by slurm_autoscaler).
+
+A node that configures itself at boot (module_utils/_pull_node.py) talks to this server over TLS
+pinned to the controller's certificate:
+
+- ``GET /v1/bundle``: the collections and the cluster's node settings (nothing secret);
+- ``POST /v1/join`` ``{"instance_id", "name"}``: the munge key and slurmctld's address, given only
+  when the OCI API confirms that the instance is RUNNING in the cluster's compartment, carries the
+  cluster's tag and the Slurm name it asks for (tags only the controller and the operator set),
+  and that one of its VNICs has the address the request comes from (OCI's source/destination check
+  keeps an instance from sending with another's address inside the VCN);
+- ``GET /v1/health``: "ok".
+
+Every decision is logged with its reason. Configuration: the ``pull`` section of the autoscaler's
+JSON (listen address and port, certificate and key, bundle, munge key, slurmctld address).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import ssl
+import sys
+import threading
+
+try:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+except ImportError:  # pragma: no cover
+    BaseHTTPRequestHandler = object
+    ThreadingHTTPServer = None
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
+    NODE_TAG, PULL_CERT_TAG, PULL_SERVER_TAG, expand_hostlist, load_config, setup_logging)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, InputError, attr
+
+__all__ = ['Enroller', 'JoinRefused', 'make_server', 'main', 'PULL_SERVER_TAG', 'PULL_CERT_TAG']
+PULL_REQUIRED = ('listen', 'port', 'cert', 'key', 'bundle', 'munge_key', 'conf_server')
+
+log = logging.getLogger('ocigpu.pull')
+
+
+class JoinRefused(Exception):
+    def __init__(self, status, reason):
+        super(JoinRefused, self).__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def pull_settings(config):
+    pull = config.get('pull') or {}
+    missing = [k for k in PULL_REQUIRED if pull.get(k) in (None, '')]
+    if missing:
+        raise InputError('config: pull.%s missing' % ', pull.'.join(missing))
+    return pull
+
+
+class Enroller(object):
+    """Decides whether an instance may join, from what the OCI API says about it."""
+
+    def __init__(self, config, session=None):
+        self.config = config
+        self.pull = pull_settings(config)
+        self.session = session or _oci.OCISession(dict(config['auth']))
+        self.names = set(config['node_names']) | set(expand_hostlist(self.pull.get('extra_nodes') or ''))
+
+    def verify(self, instance_id, name, client_ip):
+        if not isinstance(instance_id, str) or not instance_id.startswith('ocid1.instance.'):
+            raise JoinRefused(400, 'instance_id %r is not an instance OCID' % (instance_id,))
+        if name not in self.names:
+            raise JoinRefused(403, 'name %r is not among this cluster\'s Slurm nodes' % (name,))
+        compute = self.session.compute
+        inst = self.session.get_or_none(compute.get_instance, instance_id)
+        if inst is None:
+            raise JoinRefused(403, 'instance %s does not exist' % instance_id)
+        tags = attr(inst, 'freeform_tags') or {}
+        if inst.compartment_id != self.config['compartment_id']:
+            raise JoinRefused(403, 'instance %s is in another compartment' % instance_id)
+        if tags.get(CLUSTER_TAG) != self.config['cluster_name']:
+            raise JoinRefused(403, 'instance %s is not tagged %s=%s' % (instance_id, CLUSTER_TAG, self.config['cluster_name']))
+        if tags.get(NODE_TAG) != name:
+            raise JoinRefused(403, 'instance %s carries Slurm name %r, not %r' % (instance_id, tags.get(NODE_TAG), name))
+        if inst.lifecycle_state != 'RUNNING':
+            raise JoinRefused(403, 'instance %s is %s, not RUNNING' % (instance_id, inst.lifecycle_state))
+        attachments = self.session.list_all(compute.list_vnic_attachments, self.config['compartment_id'],
+                                            instance_id=instance_id)
+        addresses = []
+        for att in attachments:
+            if att.lifecycle_state != 'ATTACHED':
+                continue
+            vnic = self.session.get_or_none(self.session.network.get_vnic, att.vnic_id)
+            if vnic is not None:
+                addresses.append(vnic.private_ip)
+        if client_ip not in addresses:
+            raise JoinRefused(403, 'the request comes from %s, not from instance %s (%s)' % (
+                client_ip, instance_id, ', '.join(addresses) or 'no address'))
+        return inst
+
+    def join(self, instance_id, name, client_ip):
+        self.verify(instance_id, name, client_ip)
+        with open(self.pull['munge_key'], 'rb') as f:
+            key = base64.b64encode(f.read()).decode('ascii')
+        return dict(name=name, conf_server=self.pull['conf_server'], munge_key_b64=key)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = 'ocigpu-pull'
+    enroller = None
+    bundle = None
+
+    def log_message(self, fmt, *args):  # requests are logged by the handlers below
+        return
+
+    def _send(self, status, body, content_type='application/json'):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode('utf-8')
+        self.send_response(status)
+        self.send_header('Content-Type', content_type)
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):  # noqa: N802 (the standard library's name)
+        client = self.client_address[0]
+        if self.path == '/v1/health':
+            return self._send(200, b'ok\n', 'text/plain')
+        if self.path != '/v1/bundle':
+            return self._send(404, dict(error='no such path'))
+        size = os.path.getsize(self.bundle)
+        log.info('bundle: %d bytes to %s', size, client)
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/gzip')
+        self.send_header('Content-Length', str(size))
+        self.end_headers()
+        with open(self.bundle, 'rb') as f:
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                self.wfile.write(chunk)
+        return None
+
+    def do_POST(self):  # noqa: N802
+        client = self.client_address[0]
+        if self.path != '/v1/join':
+            return self._send(404, dict(error='no such path'))
+        try:
+            length = int(self.headers.get('Content-Length') or 0)
+            if length > 4096:
+                raise JoinRefused(413, 'request too large')
+            body = json.loads(self.rfile.read(length).decode('utf-8') or '{}')
+            if not isinstance(body, dict):
+                raise JoinRefused(400, 'the request is not a JSON object')
+            answer = self.enroller.join(body.get('instance_id'), body.get('name'), client)
+        except JoinRefused as exc:
+            log.warning('join refused for %s: %s', client, exc.reason)
+            return self._send(exc.status, dict(error=exc.reason))
+        except ValueError:
+            return self._send(400, dict(error='the request is not JSON'))
+        except (_oci.ServiceError, _oci.OCIConfigError) as exc:
+            log.error('join from %s: the OCI API failed: %s', client, exc)
+            return self._send(503, dict(error='the controller cannot reach the OCI API; try again'))
+        log.info('join: %s (%s) accepted from %s', answer['name'], body.get('instance_id'), client)
+        return self._send(200, answer)
+
+
+def make_server(config, enroller=None):
+    pull = pull_settings(config)
+    enroller = enroller or Enroller(config)
+    handler = type('PullHandler', (Handler,), dict(enroller=enroller, bundle=pull['bundle']))
+    server = ThreadingHTTPServer((pull['listen'], int(pull['port'])), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pull['cert'], pull['key'])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    return server
+
+
+def serve_in_thread(server):
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return thread
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    config_path = '/etc/ocigpu-autoscaler/autoscaler.json'
+    if argv[:1] == ['--config'] and len(argv) > 1:
+        config_path, argv = argv[1], argv[2:]
+    try:
+        config = load_config(config_path)
+        pull = pull_settings(config)
+    except InputError as exc:
+        sys.stderr.write('ocigpu-pull-server: %s\n' % exc)
+        return 2
+    setup_logging(pull.get('log_file') or None)
+    log.setLevel(logging.INFO)
+    log.handlers[:] = logging.getLogger('ocigpu.autoscaler').handlers
+    server = make_server(config)
+    log.info('serving the pull path on %s:%s (bundle %s)', pull['listen'], pull['port'], pull['bundle'])
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0

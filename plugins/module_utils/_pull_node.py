@@ -1,0 +1,392 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The pull path: a GPU node that configures itself at boot (`ocigpu-pull`).
+
+The collection's cloud-init (user_data, rendered by provision.yml) installs this file as
+/usr/local/sbin/ocigpu-pull and starts it as a systemd service. It uses the Python standard library
+only, so that it runs on a bare image, and carries no secret: everything that is not public comes
+from the controller over an authenticated channel.
+
+1. Waits until the instance metadata service shows the instance's freeform tags
+   ``ocigpu-slurm-node`` (its Slurm name), ``ocigpu-pull-server`` (the controller's private
+   address and port) and ``ocigpu-pull-cert`` (the SHA-256 of the controller's TLS certificate).
+   The controller's resume program sets them once the cluster network is RUNNING; a node without
+   them (a static node that configure.yml builds by push) gives up after ``--wait`` seconds.
+2. Connects to the controller over TLS, pinned to that certificate, and fetches the bundle: the
+   collections (ocigpu.cluster and what it depends on) and the cluster's node settings.
+3. Asks to join. The controller checks with the OCI API that the caller's address belongs to a
+   running instance of the cluster that carries this Slurm name, then answers with the munge key
+   and slurmctld's address (the only secret, over the pinned channel, kept in a root-only file
+   for the run and removed after it).
+4. Makes a virtual environment with ansible-core and runs ``ocigpu.cluster.configure`` against
+   itself (connection local), in the group gpu_nodes under its Slurm name: the same roles as a
+   push from the operator, then slurmd starts configless with ``-N <name>``.
+
+Each step is logged with its time; the timings are written to <state>/pull.json for the
+benchmarks. The exit status is 0 when the node joined, 3 when it never got its tags.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tarfile
+import time
+
+try:
+    import http.client as httplib
+    from urllib.request import Request, urlopen
+except ImportError:  # pragma: no cover - Python 2 is not a target
+    httplib = None
+
+IMDS_URL = 'http://169.254.169.254/opc/v2'
+NODE_TAG = 'ocigpu-slurm-node'
+SERVER_TAG = 'ocigpu-pull-server'
+CERT_TAG = 'ocigpu-pull-cert'
+EXIT_NO_TAGS = 3
+
+DEFAULTS = dict(imds_url=IMDS_URL, wait=1800, poll=5, prefix='/opt/ocigpu-pull', state_dir='/var/lib/ocigpu-pull',
+                log_file='/var/log/ocigpu-pull.log', timeout=60)
+
+
+class PullError(Exception):
+    pass
+
+
+class Log(object):
+    """Timestamped progress lines on stdout (the journal) and in the log file."""
+
+    def __init__(self, path=None, clock=time.time):
+        self.path = path
+        self.clock = clock
+        self.start = clock()
+
+    def __call__(self, message, *args):
+        text = message % args if args else message
+        line = '%s +%5.1fs %s' % (time.strftime('%H:%M:%S'), self.clock() - self.start, text)
+        print(line)
+        sys.stdout.flush()
+        if self.path:
+            with open(self.path, 'a') as f:
+                f.write(line + '\n')
+
+
+# Instance metadata ----------------------------------------------------------------------------
+
+def imds_instance(imds_url, timeout=5):
+    req = Request(imds_url.rstrip('/') + '/instance/', headers={'Authorization': 'Bearer Oracle'})
+    return json.loads(urlopen(req, timeout=timeout).read().decode('utf-8'))
+
+
+def read_tags(doc):
+    """(name, server, cert) from the instance document, or None while any is missing."""
+    tags = doc.get('freeformTags') or {}
+    found = tuple(tags.get(k) for k in (NODE_TAG, SERVER_TAG, CERT_TAG))
+    return found if all(found) else None
+
+
+def wait_for_tags(imds_url, wait, poll, log, fetch=imds_instance, sleep=time.sleep, clock=time.time):
+    deadline = clock() + wait
+    said = None
+    while True:
+        try:
+            doc = fetch(imds_url)
+            found = read_tags(doc)
+            if found:
+                return found, doc
+            state = 'tags %s not set yet' % ', '.join(k for k in (NODE_TAG, SERVER_TAG, CERT_TAG)
+                                                      if not (doc.get('freeformTags') or {}).get(k))
+        except (IOError, OSError, ValueError) as exc:
+            state = 'metadata service not answering (%s)' % exc
+        if state != said:
+            log('waiting: %s', state)
+            said = state
+        if clock() >= deadline:
+            return None, None
+        sleep(poll)
+
+
+# The controller, over TLS pinned to its certificate ---------------------------------------------
+
+def fingerprint(der):
+    return hashlib.sha256(der).hexdigest()
+
+
+class Controller(object):
+    """HTTPS to the controller's pull server, accepting only the certificate whose SHA-256 is pinned."""
+
+    def __init__(self, server, cert_sha256, timeout=60):
+        host, _sep, port = server.rpartition(':')
+        if not host or not port.isdigit():
+            raise PullError('pull server %r is not host:port' % server)
+        self.host, self.port = host.strip('[]'), int(port)
+        self.pin = cert_sha256.lower().replace(':', '')
+        self.timeout = timeout
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        # The pin replaces the CA check: the certificate is self-signed by the controller.
+        self.context.check_hostname = False
+        self.context.verify_mode = ssl.CERT_NONE
+
+    def _connect(self):
+        conn = httplib.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=self.context)
+        conn.connect()
+        seen = fingerprint(conn.sock.getpeercert(binary_form=True))
+        if seen != self.pin:
+            conn.close()
+            raise PullError('the controller at %s:%d shows certificate %s, not the pinned %s: refusing to talk to it'
+                            % (self.host, self.port, seen, self.pin))
+        return conn
+
+    def request(self, method, path, body=None, out=None):
+        conn = self._connect()
+        try:
+            headers = {'Content-Type': 'application/json'} if body is not None else {}
+            conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+            resp = conn.getresponse()
+            if resp.status != 200:
+                detail = resp.read().decode('utf-8', 'replace')
+                try:
+                    detail = json.loads(detail).get('error', detail)
+                except ValueError:
+                    pass
+                raise PullError('%s %s: %d %s' % (method, path, resp.status, detail))
+            if out is None:
+                return json.loads(resp.read().decode('utf-8'))
+            with open(out, 'wb') as f:
+                shutil.copyfileobj(resp, f)
+            return out
+        finally:
+            conn.close()
+
+
+def retry(fn, attempts, delay, log, what, sleep=time.sleep):
+    """Call fn until it succeeds; a controller that restarts or is not up yet is waited for."""
+    for n in range(1, attempts + 1):
+        try:
+            return fn()
+        except (IOError, OSError, socket.error, httplib.HTTPException) as exc:
+            if n == attempts:
+                raise PullError('%s: %s' % (what, exc))
+            log('%s: %s; trying again in %ds (%d/%d)', what, exc, delay, n, attempts)
+            sleep(delay)
+
+
+def safe_extract(archive, dest):
+    """Extract a tar.gz, refusing members that leave dest (absolute paths, '..', links out)."""
+    root = os.path.realpath(dest)
+    with tarfile.open(archive, 'r:gz') as tar:
+        for member in tar.getmembers():
+            target = os.path.realpath(os.path.join(root, member.name))
+            if target != root and not target.startswith(root + os.sep):
+                raise PullError('bundle member %r leaves %s' % (member.name, dest))
+            if member.issym() or member.islnk():
+                link = os.path.realpath(os.path.join(os.path.dirname(target), member.linkname))
+                if not link.startswith(root + os.sep):
+                    raise PullError('bundle link %r points outside %s' % (member.name, dest))
+            if member.isdev():
+                raise PullError('bundle member %r is a device' % member.name)
+        tar.extractall(root)
+
+
+# Ansible on the node ----------------------------------------------------------------------------
+
+def find_python(candidates=('python3.13', 'python3.12', 'python3.11', 'python3'), minimum=(3, 11), run=subprocess.run):
+    """The first interpreter new enough for ansible-core (as controller: 3.11 or newer)."""
+    for name in candidates:
+        path = shutil.which(name)
+        if not path:
+            continue
+        probe = run([path, '-c', 'import sys, venv; print("%d.%d" % sys.version_info[:2])'],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if probe.returncode == 0:
+            version = tuple(int(x) for x in probe.stdout.decode().strip().split('.'))
+            if version >= tuple(minimum):
+                return path
+    return None
+
+
+def make_venv(prefix, settings, log, run=subprocess.run):
+    venv = os.path.join(prefix, 'venv')
+    python = os.path.join(venv, 'bin', 'python')
+    want = settings.get('ansible_core', 'ansible-core')
+    marker = os.path.join(venv, '.ocigpu-ansible-core')
+    if os.path.exists(marker) and open(marker).read().strip() == want:
+        log('ansible: %s already in %s', want, venv)
+        return venv
+    interpreter = find_python()
+    if not interpreter:
+        raise PullError('no Python 3.11 or newer with venv on this node (ansible-core needs one): '
+                        'install python3.12 (EL) or python3.11 and python3.11-venv (Ubuntu)')
+    log('ansible: installing %s into %s with %s', want, venv, interpreter)
+    for argv in ([interpreter, '-m', 'venv', venv],
+                 [python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check']
+                 + list(settings.get('pip_args') or []) + [want]):
+        proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if proc.returncode != 0:
+            raise PullError('%s failed: %s' % (' '.join(argv[:4]), proc.stdout.decode('utf-8', 'replace')[-2000:]))
+    with open(marker, 'w') as f:
+        f.write(want + '\n')
+    return venv
+
+
+def write_private(path, data):
+    """A root-only file (the munge key travels in it to the configure run)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'w') as f:
+        json.dump(data, f)
+
+
+def configure_command(venv, bundle, name, settings, extra_files):
+    argv = [os.path.join(venv, 'bin', 'ansible-playbook'), settings.get('playbook', 'ocigpu.cluster.configure'),
+            '-i', os.path.join(bundle, 'inventory.ini')]
+    if settings.get('skip_tags'):
+        argv += ['--skip-tags', ','.join(settings['skip_tags'])]
+    for path in extra_files:
+        argv += ['-e', '@' + path]
+    return argv
+
+
+def write_inventory(bundle, name, python='/usr/bin/python3'):
+    path = os.path.join(bundle, 'inventory.ini')
+    with open(path, 'w') as f:
+        f.write('[gpu_nodes]\n%s ansible_connection=local ansible_python_interpreter=%s\n' % (name, python))
+    return path
+
+
+def run_configure(argv, bundle, log, log_file, run=subprocess.Popen):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(bundle, 'collections'),
+               ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='0',
+               ANSIBLE_HOST_KEY_CHECKING='0', ANSIBLE_LOCALHOST_WARNING='0', HOME=os.environ.get('HOME', '/root'))
+    log('configure: %s', ' '.join(a if not a.startswith('@') else a for a in argv))
+    proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=bundle)
+    tail = []
+    out = open(log_file, 'a') if log_file else None
+    try:
+        for raw in proc.stdout:
+            line = raw.decode('utf-8', 'replace').rstrip()
+            if out:
+                out.write(line + '\n')
+            if line.startswith(('PLAY [', 'TASK [', 'RUNNING HANDLER [')):
+                tail.append(line)  # progress a person can follow in the journal
+                print(line)
+                sys.stdout.flush()
+            elif line.startswith(('fatal:', 'failed:')) or ': ok=' in line:
+                print(line)
+                sys.stdout.flush()
+        return proc.wait()
+    finally:
+        if out:
+            out.close()
+
+
+# The whole pull ---------------------------------------------------------------------------------
+
+def uptime():
+    try:
+        with open('/proc/uptime') as f:
+            return float(f.read().split()[0])
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn=make_venv, configure_fn=run_configure):
+    timings = dict(uptime_at_start=uptime(), started=time.time())
+    mark = time.time()
+
+    def lap(key):
+        now = time.time()
+        timings[key] = round(now - lap.mark, 2)
+        lap.mark = now
+    lap.mark = mark
+
+    log('pull: reading this instance\'s tags from %s', opts.imds_url)
+    found, doc = wait_for_tags(opts.imds_url, opts.wait, opts.poll, log, fetch=fetch_imds)
+    if not found:
+        log('pull: no Slurm name after %ds; this node is not an on-demand node (configure.yml builds it by push)',
+            opts.wait)
+        return EXIT_NO_TAGS, timings
+    name, server, cert = found
+    timings['name'] = name
+    lap('wait_tags')
+    log('pull: Slurm name %s, controller %s (certificate %s...)', name, server, cert[:16])
+
+    ctl = controller_cls(server, cert, timeout=opts.timeout)
+    bundle = os.path.join(opts.prefix, 'bundle')
+    if os.path.isdir(bundle):
+        shutil.rmtree(bundle)
+    os.makedirs(bundle)
+    archive = os.path.join(opts.prefix, 'bundle.tar.gz')
+    retry(lambda: ctl.request('GET', '/v1/bundle', out=archive), 30, 10, log, 'fetching the bundle')
+    safe_extract(archive, bundle)
+    with open(os.path.join(bundle, 'pull.json')) as f:
+        settings = json.load(f)
+    log('pull: bundle of %d bytes (%s)', os.path.getsize(archive), settings.get('collection', 'ocigpu.cluster'))
+    lap('fetch_bundle')
+
+    answer = retry(lambda: ctl.request('POST', '/v1/join', body=dict(instance_id=doc.get('id'), name=name)),
+                   6, 10, log, 'joining')
+    secrets = os.path.join(opts.prefix, 'join.json')
+    write_private(secrets, dict(slurm_munge_key_b64=answer['munge_key_b64'], slurm_conf_server=answer['conf_server'],
+                                slurm_node_name=name))
+    log('pull: joined as %s; slurmctld at %s', name, answer['conf_server'])
+    lap('join')
+
+    try:
+        venv = venv_fn(opts.prefix, settings, log)
+        lap('ansible')
+        write_inventory(bundle, name)
+        extra = [os.path.join(bundle, 'node-vars.yml'), secrets]
+        if opts.imds_url != IMDS_URL:
+            local = os.path.join(bundle, 'local-vars.json')
+            with open(local, 'w') as f:
+                json.dump(dict(ocigpu_imds_url=opts.imds_url), f)
+            extra.append(local)
+        rc = configure_fn(configure_command(venv, bundle, name, settings, extra), bundle, log, opts.log_file)
+        lap('configure')
+    finally:
+        os.remove(secrets)
+    timings['total'] = round(time.time() - mark, 2)
+    if rc != 0:
+        log('pull: configure failed (exit %d); the full output is in %s', rc, opts.log_file)
+        return 1, timings
+    log('pull: %s configured in %.0fs; slurmd registers with %s', name, timings['total'], answer['conf_server'])
+    return 0, timings
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='ocigpu-pull', description='Configure this GPU node from its controller.')
+    parser.add_argument('--imds-url', default=os.environ.get('OCIGPU_IMDS_URL') or DEFAULTS['imds_url'])
+    parser.add_argument('--wait', type=int, default=int(os.environ.get('OCIGPU_PULL_WAIT') or DEFAULTS['wait']),
+                        help='seconds to wait for the Slurm name tag (default %(default)s)')
+    parser.add_argument('--poll', type=float, default=DEFAULTS['poll'])
+    parser.add_argument('--prefix', default=DEFAULTS['prefix'])
+    parser.add_argument('--state-dir', default=DEFAULTS['state_dir'])
+    parser.add_argument('--log-file', default=DEFAULTS['log_file'])
+    parser.add_argument('--timeout', type=int, default=DEFAULTS['timeout'])
+    opts = parser.parse_args(argv)
+    for d in (opts.prefix, opts.state_dir):
+        if not os.path.isdir(d):
+            os.makedirs(d, 0o700)
+    log = Log(opts.log_file)
+    try:
+        rc, timings = pull(opts, log)
+    except PullError as exc:
+        log('pull: failed: %s', exc)
+        rc, timings = 1, dict(error=str(exc))
+    timings['rc'] = rc
+    with open(os.path.join(opts.state_dir, 'pull.json'), 'w') as f:
+        json.dump(timings, f, indent=1, sort_keys=True)
+    return rc
+
+
+if __name__ == '__main__':
+    sys.exit(main())

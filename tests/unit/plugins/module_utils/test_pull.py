@@ -1,0 +1,213 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The pull path: the controller's join decision against the simulator, the pinned TLS channel,
+and the node's whole pull with the configure run captured."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import subprocess
+import tarfile
+from types import SimpleNamespace
+
+import pytest
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _pull, _pull_node
+
+from .test_autoscale import config, sim  # noqa: F401  (fixtures)
+
+MUNGE = os.urandom(1024)
+
+
+@pytest.fixture(scope='module')
+def tls(tmp_path_factory):
+    d = tmp_path_factory.mktemp('tls')
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+                    '-subj', '/CN=ocigpu-test', '-days', '1', '-keyout', str(d / 'key.pem'), '-out', str(d / 'cert.pem')],
+                   check=True, capture_output=True)
+    der = subprocess.run(['openssl', 'x509', '-in', str(d / 'cert.pem'), '-outform', 'DER'],
+                         check=True, capture_output=True).stdout
+    return SimpleNamespace(cert=str(d / 'cert.pem'), key=str(d / 'key.pem'), sha256=_pull_node.fingerprint(der))
+
+
+def make_bundle(path, node_vars='slurm_cluster_name: as\n'):
+    with tarfile.open(path, 'w:gz') as tar:
+        for name, text in (('pull.json', json.dumps(dict(ansible_core='ansible-core==2.19.14', skip_tags=['nvme_scratch']))),
+                           ('node-vars.yml', node_vars),
+                           ('collections/ansible_collections/ocigpu/cluster/MANIFEST.json', '{}')):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+@pytest.fixture
+def pull_config(config, tls, tmp_path):  # noqa: F811
+    (tmp_path / 'munge.key').write_bytes(MUNGE)
+    cfg = dict(config)
+    cfg['pull'] = dict(listen='127.0.0.1', port=0, cert=tls.cert, key=tls.key, bundle=make_bundle(tmp_path / 'b.tar.gz'),
+                       munge_key=str(tmp_path / 'munge.key'), conf_server='10.0.0.2:6817',
+                       server='10.0.0.2:8740', cert_sha256=tls.sha256)
+    return cfg
+
+
+def instance_ip(sim, instance_id):  # noqa: F811
+    stored = sim.state.get(instance_id)
+    return sim.state.vnics[sim.state.vnic_attachments[stored['_attachments'][0]]['vnicId']]['privateIp']
+
+
+# The join decision --------------------------------------------------------------------------------
+
+def test_resume_tags_each_node_with_the_pull_server_and_certificate(sim, pull_config, tls):  # noqa: F811
+    mapping = _autoscale.Autoscaler(pull_config).resume('gpu-[1-2]')
+    for m in mapping:
+        tags = sim.state.get(m['id'])['freeformTags']
+        assert tags['ocigpu-slurm-node'] == m['name']
+        assert tags['ocigpu-pull-server'] == '10.0.0.2:8740' and tags['ocigpu-pull-cert'] == tls.sha256
+    # what the node reads back: exactly the three tags the pull waits for
+    found = _pull_node.read_tags(dict(freeformTags=sim.state.get(mapping[0]['id'])['freeformTags']))
+    assert found == ('gpu-1', '10.0.0.2:8740', tls.sha256)
+
+
+def test_join_gives_the_munge_key_only_to_the_tagged_instance_at_its_own_address(sim, pull_config):  # noqa: F811
+    mapping = _autoscale.Autoscaler(pull_config).resume('gpu-[1-2]')
+    enroller = _pull.Enroller(pull_config)
+    one, two = mapping
+    answer = enroller.join(one['id'], 'gpu-1', one['private_ip'])
+    assert base64.b64decode(answer['munge_key_b64']) == MUNGE and answer['conf_server'] == '10.0.0.2:6817'
+    refusals = [
+        ((one['id'], 'gpu-1', two['private_ip']), 'the request comes from %s' % two['private_ip']),
+        ((one['id'], 'gpu-2', one['private_ip']), "carries Slurm name 'gpu-1', not 'gpu-2'"),
+        ((one['id'], 'gpu-99', one['private_ip']), 'not among this cluster'),
+        (('ocid1.instance.oc1..nosuch', 'gpu-1', one['private_ip']), 'does not exist'),
+        (('not-an-ocid', 'gpu-1', one['private_ip']), 'is not an instance OCID'),
+    ]
+    for args, reason in refusals:
+        with pytest.raises(_pull.JoinRefused) as err:
+            enroller.join(*args)
+        assert reason in err.value.reason, args
+    # another cluster's instance with the same Slurm name is refused
+    other = dict(pull_config, cluster_name='other')
+    with pytest.raises(_pull.JoinRefused, match='is not tagged ocigpu-cluster=other'):
+        _pull.Enroller(other).join(one['id'], 'gpu-1', one['private_ip'])
+    # a terminated node no longer joins
+    _autoscale.Autoscaler(pull_config).suspend('gpu-[1-2]')
+    with pytest.raises(_pull.JoinRefused, match='not RUNNING|does not exist'):
+        enroller.join(one['id'], 'gpu-1', one['private_ip'])
+
+
+# The channel -------------------------------------------------------------------------------------
+
+class FakeEnroller(object):
+    def __init__(self):
+        self.calls = []
+
+    def join(self, instance_id, name, client_ip):
+        self.calls.append((instance_id, name, client_ip))
+        if name != 'gpu-1':
+            raise _pull.JoinRefused(403, 'name %r is not among this cluster\'s Slurm nodes' % name)
+        return dict(name=name, conf_server='10.0.0.2:6817', munge_key_b64=base64.b64encode(MUNGE).decode())
+
+
+@pytest.fixture
+def server(pull_config):
+    enroller = FakeEnroller()
+    srv = _pull.make_server(pull_config, enroller=enroller)
+    _pull.serve_in_thread(srv)
+    yield SimpleNamespace(address='127.0.0.1:%d' % srv.server_address[1], enroller=enroller, bundle=pull_config['pull']['bundle'])
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_pinned_channel_serves_the_bundle_and_the_join(server, tls, tmp_path):
+    ctl = _pull_node.Controller(server.address, tls.sha256, timeout=10)
+    out = ctl.request('GET', '/v1/bundle', out=str(tmp_path / 'got.tar.gz'))
+    assert open(out, 'rb').read() == open(server.bundle, 'rb').read()
+    answer = ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-1'))
+    assert base64.b64decode(answer['munge_key_b64']) == MUNGE
+    assert server.enroller.calls == [('ocid1.instance.oc1..x', 'gpu-1', '127.0.0.1')]
+    with pytest.raises(_pull_node.PullError, match="403 name 'gpu-7' is not among"):
+        ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-7'))
+
+
+def test_a_controller_with_another_certificate_is_refused_before_any_request(server, tls):
+    wrong = 'ab' * 32
+    with pytest.raises(_pull_node.PullError, match='not the pinned %s: refusing' % wrong):
+        _pull_node.Controller(server.address, wrong, timeout=10).request('GET', '/v1/bundle', out=os.devnull)
+    assert server.enroller.calls == []
+
+
+def test_bundle_members_that_leave_the_folder_are_refused(tmp_path):
+    bad = tmp_path / 'bad.tar.gz'
+    with tarfile.open(bad, 'w:gz') as tar:
+        info = tarfile.TarInfo('../escape')
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b'x'))
+    with pytest.raises(_pull_node.PullError, match='leaves'):
+        _pull_node.safe_extract(str(bad), str(tmp_path / 'out'))
+    assert not (tmp_path / 'escape').exists()
+
+
+# The whole pull, with the configure run captured ---------------------------------------------------
+
+def opts_for(tmp_path, **kw):
+    base = dict(imds_url='http://imds.invalid/opc/v2', wait=30, poll=1, prefix=str(tmp_path / 'prefix'),
+                state_dir=str(tmp_path / 'state'), log_file=str(tmp_path / 'pull.log'), timeout=10)
+    base.update(kw)
+    os.makedirs(base['prefix'], exist_ok=True)
+    return SimpleNamespace(**base)
+
+
+def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, tls, tmp_path):
+    doc = dict(id='ocid1.instance.oc1..x', freeformTags={'ocigpu-slurm-node': 'gpu-1', 'ocigpu-pull-server': server.address,
+                                                          'ocigpu-pull-cert': tls.sha256})
+    seen = {}
+
+    def configure(argv, bundle, log, log_file):
+        secrets = argv[argv.index('-e', argv.index('-e') + 1) + 1][1:]
+        seen['argv'], seen['mode'] = argv, oct(os.stat(secrets).st_mode & 0o777)
+        seen['secrets'] = json.load(open(secrets))
+        seen['inventory'] = open(os.path.join(bundle, 'inventory.ini')).read()
+        return 0
+
+    log = _pull_node.Log(str(tmp_path / 'pull.log'))
+    rc, timings = _pull_node.pull(opts_for(tmp_path), log, fetch_imds=lambda url: doc,
+                                  venv_fn=lambda prefix, settings, log: '/venv', configure_fn=configure)
+    assert rc == 0
+    assert seen['argv'][:2] == ['/venv/bin/ansible-playbook', 'ocigpu.cluster.configure']
+    assert '--skip-tags' in seen['argv'] and 'nvme_scratch' in seen['argv']
+    assert seen['mode'] == '0o600'
+    assert seen['secrets'] == dict(slurm_munge_key_b64=base64.b64encode(MUNGE).decode(), slurm_conf_server='10.0.0.2:6817',
+                                   slurm_node_name='gpu-1')
+    assert seen['inventory'].startswith('[gpu_nodes]\ngpu-1 ansible_connection=local')
+    # the key does not outlive the run, and the IMDS override reaches node_facts
+    assert not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
+    assert any(a.endswith('local-vars.json') for a in seen['argv'])
+    assert set(timings) >= {'wait_tags', 'fetch_bundle', 'join', 'ansible', 'configure', 'total'}
+    text = open(str(tmp_path / 'pull.log')).read()
+    assert 'Slurm name gpu-1' in text and 'gpu-1 configured in' in text
+
+
+def test_a_node_that_never_gets_its_tags_gives_up_and_says_so(tmp_path):
+    now = [0.0]
+    log = _pull_node.Log(str(tmp_path / 'pull.log'), clock=lambda: now[0])
+    found, doc = _pull_node.wait_for_tags('http://imds.invalid/opc/v2', 30, 10, log,
+                                         fetch=lambda url: dict(freeformTags={'ocigpu-slurm-node': 'gpu-1'}),
+                                         sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
+    assert found is None and now[0] >= 30
+    assert 'tags ocigpu-pull-server, ocigpu-pull-cert not set yet' in open(str(tmp_path / 'pull.log')).read()
+    rc, _t = _pull_node.pull(opts_for(tmp_path, wait=0), log, fetch_imds=lambda url: dict(freeformTags={}))
+    assert rc == _pull_node.EXIT_NO_TAGS
+    assert 'not an on-demand node' in open(str(tmp_path / 'pull.log')).read()
+
+
+def test_configure_failure_is_reported_and_the_key_removed(server, tls, tmp_path):
+    doc = dict(id='ocid1.instance.oc1..x', freeformTags={'ocigpu-slurm-node': 'gpu-1', 'ocigpu-pull-server': server.address,
+                                                          'ocigpu-pull-cert': tls.sha256})
+    log = _pull_node.Log(str(tmp_path / 'pull.log'))
+    rc, _t = _pull_node.pull(opts_for(tmp_path), log, fetch_imds=lambda url: doc,
+                             venv_fn=lambda prefix, settings, log: '/venv', configure_fn=lambda *a: 2)
+    assert rc == 1 and not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
+    assert 'configure failed (exit 2)' in open(str(tmp_path / 'pull.log')).read()
