@@ -428,6 +428,7 @@ USAGE = """usage: %(prog)s [--config PATH] resume|suspend|resume-fail|status [HO
   suspend HOSTLIST      release the nodes; terminate cluster networks whose nodes are all released
   resume-fail HOSTLIST  same as suspend (Slurm's ResumeFailProgram)
   status                print the autoscaled cluster networks as JSON
+  pull-server           serve the pull path (bundle and join) to on-demand nodes
 """
 
 
@@ -439,6 +440,9 @@ def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None):
     config_path = os.environ.get('OCIGPU_AUTOSCALER_CONFIG', '/etc/ocigpu-autoscaler/autoscaler.json')
     if argv[:1] == ['--config'] and len(argv) > 1:
         config_path, argv = argv[1], argv[2:]
+    if argv == ['pull-server']:  # the pull path's server shares this program's configuration
+        from ansible_collections.ocigpu.cluster.plugins.module_utils import _pull
+        return _pull.main(['--config', config_path])
     if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status') or (argv[0] != 'status' and len(argv) != 2):
         sys.stderr.write(USAGE % dict(prog=prog))
         return 2

@@ -383,6 +383,8 @@ def main(argv=None):
         log('pull: failed: %s', exc)
         rc, timings = 1, dict(error=str(exc))
     timings['rc'] = rc
+    if rc == 0:
+        open(os.path.join(opts.state_dir, 'joined'), 'w').close()
     with open(os.path.join(opts.state_dir, 'pull.json'), 'w') as f:
         json.dump(timings, f, indent=1, sort_keys=True)
     return rc

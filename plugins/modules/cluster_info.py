@@ -57,7 +57,7 @@ subnets:
   type: list
   elements: dict
 bastion:
-  description: The bastion instance (id, display_name, shape, lifecycle_state, private_ip, public_ip) or null.
+  description: The bastion instance (id, display_name, shape, state, availability_domain, private_ip, public_ip) or null.
   returned: always
   type: dict
 nodes:
@@ -112,7 +112,7 @@ class ClusterInfo(OCIModule):
         nodes = []
         for i in instances:
             entry = dict(dict(id=i.id, display_name=i.display_name, shape=i.shape, state=i.lifecycle_state,
-                              fault_domain=i.fault_domain), **ips[i.id])
+                              availability_domain=i.availability_domain, fault_domain=i.fault_domain), **ips[i.id])
             if (i.freeform_tags or {}).get('ocigpu-role') == 'bastion':
                 bastion = bastion or entry
             else:

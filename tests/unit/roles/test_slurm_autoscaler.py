@@ -68,7 +68,8 @@ PLAY = """
         tasks_from: slurm_settings
     - name: Save them
       ansible.builtin.copy:
-        content: "{{ {'keys': slurm_autoscaler_slurm_conf_keys, 'nodes': slurm_autoscaler_slurm_node_lines} | to_json }}"
+        content: "{{ {'keys': slurm_autoscaler_slurm_conf_keys, 'nodes': slurm_autoscaler_slurm_node_lines,
+                     'gres': slurm_autoscaler_slurm_gres_lines} | to_json }}"
         dest: "%s"
         mode: "0644"
 """
@@ -90,6 +91,9 @@ def test_slurm_settings_entry_point_feeds_the_slurm_role(tmp_path, shape, node_l
     assert proc.returncode == 0, proc.stdout.decode()
     got = json.loads(out.read_text())
     assert got['nodes'] == [node_line]
+    # configless: the controller's gres.conf names the CLOUD nodes' GPUs, once
+    gpu_type = node_line.split('Gres=gpu:')[1].split(':')[0]
+    assert got['gres'] == ['NodeName=gpu-[1-4] AutoDetect=off Name=gpu Type=%s File=/dev/nvidia[0-7]' % gpu_type]
     keys = got['keys']
     assert keys['SlurmctldParameters'] == 'enable_configless,reboot_from_controller,idle_on_node_suspend'
     assert keys['MaxJobCount'] == 5000 and keys['SuspendTime'] == 600 and keys['ResumeTimeout'] == 2400
