@@ -14,9 +14,16 @@ nodes (``gpu-[1-4,7]``):
   which the node reads from the instance metadata service to start slurmd with ``-N <name>``. A cluster network
   that already carries these Slurm names is adopted, so a repeated resume never launches twice.
   A failed create (e.g. "Out of host capacity.") is terminated before the program reports the
-  failure, so nothing billable is left, and the nodes are handed back to Slurm (power down).
+  failure, so nothing billable is left, and the nodes are handed back to Slurm (power down). So is
+  one whose create or work request the API kept failing after the retries (found by its tags when
+  the create's answer was lost). A wait that times out leaves it: Slurm's power down of the handed
+  back nodes runs the suspend, and a resume of the same names adopts it meanwhile.
 - suspend / resume-fail: the nodes are marked released; a cluster network whose nodes are all
   released is terminated.
+- A suspend that overlaps a resume of the same names wins: one that comes while the cluster network
+  is on its way up terminates it (the resume's wait fails); one that comes before the resume has
+  created anything finds nothing to terminate, so the resume, when it ends, drops the released
+  names and terminates their cluster network itself. A resume left with no names fails.
 
 Which Slurm names a cluster network carries is recorded on OCI itself, in the freeform tag
 ``ocigpu-slurm-nodes`` (a compressed hostlist), next to ``ocigpu-cluster``; the only local state
@@ -223,10 +230,28 @@ class StateFile(object):
 # The autoscaler ----------------------------------------------------------------------------------
 
 class ResumeFailed(Exception):
-    def __init__(self, message, **details):
+    """A resume that cannot give Slurm its nodes. `outcome` says what became of their cluster network."""
+
+    LEFT = 'what was made is left for a later resume to adopt or a suspend to terminate'
+
+    def __init__(self, message, outcome=LEFT, **details):
         super(ResumeFailed, self).__init__(message)
         self.message = message
+        self.outcome = outcome
         self.details = details
+
+
+def _terminated(ids, names):
+    if not ids:
+        return 'no cluster network of %s is left' % names
+    return 'cluster network %s terminated, nothing of %s is left running' % (', '.join(ids), names)
+
+
+def _error_text(exc):
+    """An exception as one line: OCI's status, code and message for a ServiceError."""
+    if isinstance(exc, _oci.ServiceError):
+        return 'OCI API error %s %s: %s' % (exc.status, exc.code, exc.message)
+    return '%s: %s' % (type(exc).__name__, exc)
 
 
 class Autoscaler(object):
@@ -269,25 +294,59 @@ class Autoscaler(object):
 
     # resume
     def resume(self, hostlist):
-        """Make the nodes exist; return [{name, id, private_ip, hostname, cluster_network_id}]."""
+        """Make the nodes exist; return [{name, id, private_ip, hostname, cluster_network_id}].
+
+        Names that a suspend (or resume-fail) released while this resume ran are left out, and their
+        cluster network is terminated when all its nodes are released; when that is every name, the
+        resume fails."""
         names = expand_hostlist(hostlist)
         self._check_names(names)
+        what = compress_hostlist(names)
         self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in names]))
+        retries = self.session.retrier.retries
+        try:
+            mapping = self._bring_up(names, what)
+            return self._drop_suspended(names, what, mapping)
+        finally:
+            retries = self.session.retrier.retries - retries
+            if retries:
+                log.info('resume %s: %d OCI API call(s) retried (throttling, server errors or lost answers)',
+                         what, retries)
+
+    def _bring_up(self, names, what):
         mapping, todo = [], list(names)
         for cn, carried in self.cluster_networks():
             if not set(carried) & set(todo):
                 continue
-            log.info('resume: adopting cluster network %s (%s, %s) for %s', cn.id, cn.lifecycle_state,
+            log.info('resume %s: adopting cluster network %s (%s, %s) for %s', what, cn.id, cn.lifecycle_state,
                      compress_hostlist(carried), compress_hostlist(set(carried) & set(todo)))
             if cn.lifecycle_state != 'RUNNING':
                 cn = self.ops.wait_running(cn.id)
             mapping.extend(m for m in self._map(cn, carried) if m['name'] in todo)
             todo = [n for n in todo if n not in carried]
         for chunk in self._chunks(todo):
-            mapping.extend(self._create(chunk))
+            mapping.extend(self._create(chunk, what))
         order = dict((n, i) for i, n in enumerate(names))
         mapping = sorted(mapping, key=lambda m: order[m['name']])
         self._label(mapping)
+        return mapping
+
+    def _drop_suspended(self, names, what, mapping):
+        """A suspend that ran while the nodes were coming up may have found no cluster network to end
+        (it came before the create) or one still in use: Slurm has powered those names down, so they are
+        released again here, as the suspend would have, and left out of the mapping."""
+        released = set(self.state.read()['released'])
+        suspended = [n for n in names if n in released]
+        if not suspended:
+            return mapping
+        gone = compress_hostlist(suspended)
+        outcomes = self._release(suspended)
+        log.warning('resume %s: %s suspended while being resumed; %s', what, gone,
+                    '; '.join(_describe_release(o, wait=True) for o in outcomes) or 'no cluster network carries them')
+        mapping = [m for m in mapping if m['name'] not in suspended]
+        if not mapping:
+            ended = [o['cn'].id for o in outcomes if not o['in_use']]
+            raise ResumeFailed('%s suspended while being resumed' % gone, outcome=_terminated(ended, what), nodes=what)
         return mapping
 
     def _label(self, mapping):
@@ -315,7 +374,7 @@ class Autoscaler(object):
             return {}
         return {PULL_SERVER_TAG: pull['server'], PULL_CERT_TAG: pull['cert_sha256']}
 
-    def _create(self, names):
+    def _create(self, names, what):
         carried = compress_hostlist(names)
         if len(carried) > MAX_TAG_VALUE:
             raise InputError('hostlist: %s is too long for one tag; lower max_nodes_per_cluster_network' % carried)
@@ -326,21 +385,64 @@ class Autoscaler(object):
                     availability_domain=self.config['availability_domain'], subnet_id=self.config['subnet_id'],
                     freeform_tags=tags)
         name = self._display_name(names)
-        log.info('resume: creating cluster network %s with %d node(s) for %s', name, len(names), carried)
+        log.info('resume %s: creating cluster network %s with %d node(s) for %s', what, name, len(names), carried)
         try:
             cn = self.ops.create(name, want)
         except WaitFailed as exc:
             resource_id = exc.details.get('resource_id')
-            if resource_id:
-                log.error('resume: %s; terminating cluster network %s', exc.message, resource_id)
-                self.ops.terminate(resource_id, wait=True)
             reason = '; '.join(e.get('message') or e.get('code') or '' for e in exc.details.get('errors') or []) or exc.message
-            raise ResumeFailed('cluster network for %s failed: %s' % (carried, reason), nodes=carried,
-                               cleaned_up=bool(resource_id), **exc.details)
+            if resource_id:
+                self._end_failed_create(what, resource_id, reason, exc.message)
+            raise ResumeFailed('cluster network %s for %s failed: %s' % (name, carried, reason),
+                               outcome=_terminated([resource_id] if resource_id else [], carried),
+                               nodes=carried, cleaned_up=bool(resource_id), **exc.details)
         except WaitError as exc:  # timeout: leave it; a later resume or resume-fail adopts or terminates it
-            raise ResumeFailed('cluster network for %s: %s' % (carried, exc.message), nodes=carried, **exc.details)
-        log.info('resume: cluster network %s RUNNING (work request %s)', cn.id, self.ops.work_request_id)
+            raise ResumeFailed('cluster network %s for %s: %s' % (name, carried, exc.message), nodes=carried,
+                               **exc.details)
+        except Exception as exc:  # pylint: disable=broad-except
+            # The API kept failing (retries spent) after the create may have been made, perhaps with its
+            # answer lost: what was made is found by its tags and terminated.
+            reason = _error_text(exc)
+            log.error('resume %s: %s; looking for a cluster network made for %s to terminate it', what, reason, carried)
+            ended = self._terminate_made_for(names, what)
+            raise ResumeFailed('cluster network %s for %s failed: %s' % (name, carried, reason), nodes=carried,
+                               outcome=ResumeFailed.LEFT if ended is None else _terminated(ended, carried),
+                               cleaned_up=ended is not None)
+        log.info('resume %s: cluster network %s RUNNING (work request %s)', what, cn.id, self.ops.work_request_id)
         return self._map(cn, names)
+
+    def _end_failed_create(self, what, cluster_network_id, reason, failure):
+        """Terminate a cluster network whose create failed, saying why it failed."""
+        cm = self.session.compute_management
+        current = self.session.get_or_none(cm.get_cluster_network, cluster_network_id)
+        if 'out of host capacity' in reason.lower():
+            log.error('resume %s: cluster network %s is out of host capacity (%s); terminating it', what,
+                      cluster_network_id, reason)
+        elif current is None or current.lifecycle_state in ('TERMINATING', 'TERMINATED'):
+            log.warning('resume %s: cluster network %s was terminated while it was being created '
+                        '(a suspend or resume-fail of its nodes, or by hand)', what, cluster_network_id)
+        else:
+            log.error('resume %s: %s; terminating cluster network %s', what, failure, cluster_network_id)
+        self.ops.terminate(cluster_network_id, wait=True)
+        log.info('resume %s: cluster network %s terminated', what, cluster_network_id)
+
+    def _terminate_made_for(self, names, what):
+        """Terminate the live cluster networks tagged with exactly these Slurm names; their ids, or None
+        when the API would not let them be looked for or terminated."""
+        ended = []
+        try:
+            for cn, carried in self.cluster_networks():
+                if sorted(carried) != sorted(names):
+                    continue
+                self.ops.terminate(cn.id, wait=True)
+                log.info('resume %s: cluster network %s (%s) terminated', what, cn.id, cn.display_name)
+                ended.append(cn.id)
+        except Exception as exc:  # pylint: disable=broad-except
+            log.error('resume %s: cannot look for or terminate the cluster network of %s (%s); the suspend '
+                      'that follows handing the nodes back to Slurm terminates it', what, compress_hostlist(names),
+                      _error_text(exc))
+            return None
+        return ended
 
     def _map(self, cn, names):
         nodes = self.ops.describe(cn)['nodes']
@@ -354,38 +456,56 @@ class Autoscaler(object):
                 for name, node in zip(ordered, nodes)]
 
     # suspend
-    def suspend(self, hostlist, wait=True):
+    def suspend(self, hostlist, wait=True, action='suspend'):
         """Release the nodes; terminate each cluster network whose nodes are all released.
 
         Returns {'terminated': [ids], 'waiting': [{'cluster_network_id', 'in_use'}]}."""
         names = expand_hostlist(hostlist)
         self._check_names(names)
+        what = compress_hostlist(names)
+        outcomes = self._release(names, wait=wait)
+        for outcome in outcomes:
+            log.info('%s %s: %s', action, what, _describe_release(outcome, wait))
+        if not outcomes:
+            log.info('%s %s: no cluster network carries %s', action, what, what)
+        return dict(terminated=[o['cn'].id for o in outcomes if not o['in_use']],
+                    waiting=[dict(cluster_network_id=o['cn'].id, in_use=compress_hostlist(o['in_use']))
+                             for o in outcomes if o['in_use']])
 
+    def _release(self, names, wait=True):
+        """Mark the names released; terminate each cluster network of theirs whose nodes are all released.
+
+        Returns [{'cn', 'carried', 'in_use'}], one per cluster network carrying any of the names; those
+        with nothing in use were terminated."""
         def release(state):
             state['released'] = sorted(set(state['released']) | set(names), key=_natural)
             return list(state['released'])
         released = self.state.update(release)
-        result = dict(terminated=[], waiting=[])
-        done = set()
+        outcomes, done = [], set()
         for cn, carried in self.cluster_networks():
             if not set(carried) & set(names):
                 continue
             in_use = [n for n in carried if n not in released]
-            if in_use:
-                log.info('suspend: cluster network %s keeps running for %s', cn.id, compress_hostlist(in_use))
-                result['waiting'].append(dict(cluster_network_id=cn.id, in_use=compress_hostlist(in_use)))
-                continue
-            log.info('suspend: terminating cluster network %s (%s)', cn.id, compress_hostlist(carried))
-            self.ops.terminate(cn.id, wait=wait)
-            result['terminated'].append(cn.id)
-            done.update(carried)
+            if not in_use:
+                self.ops.terminate(cn.id, wait=wait)
+                done.update(carried)
+            outcomes.append(dict(cn=cn, carried=carried, in_use=in_use))
         if done:
             self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in done]))
-        return result
+        return outcomes
 
     def status(self):
         return [dict(id=cn.id, display_name=cn.display_name, lifecycle_state=cn.lifecycle_state,
                      nodes=compress_hostlist(carried)) for cn, carried in self.cluster_networks()]
+
+
+def _describe_release(outcome, wait):
+    cn = outcome['cn']
+    if outcome['in_use']:
+        return 'cluster network %s (%s) keeps running for %s' % (
+            cn.id, cn.display_name, compress_hostlist(outcome['in_use']))
+    return 'cluster network %s (%s) %s: all its nodes (%s) are released' % (
+        cn.id, cn.display_name, 'terminated' if wait else 'terminating', compress_hostlist(outcome['carried']))
 
 
 # Slurm side --------------------------------------------------------------------------------------
@@ -461,13 +581,17 @@ def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None):
             out.write(json.dumps(scaler.status(), indent=1) + '\n')
             return 0
         if action in ('suspend', 'resume-fail'):
-            result = scaler.suspend(hostlist)
+            result = scaler.suspend(hostlist, action=action)
             log.info('%s %s: %s', action, hostlist, json.dumps(result))
             return 0
         mapping = scaler.resume(hostlist)
     except ResumeFailed as exc:
-        log.error('resume %s failed: %s %s', hostlist, exc.message, json.dumps(exc.details, default=str))
-        run(scontrol_fail_command(scontrol, hostlist, '%s: %s' % (config['resume_fail_reason_prefix'], exc.message)))
+        log.info('resume %s: failure details %s', hostlist, json.dumps(exc.details, default=str))
+        status = run(scontrol_fail_command(scontrol, hostlist, '%s: %s' % (
+            config['resume_fail_reason_prefix'], exc.message)))
+        log.error('resume %s failed: %s; %s; %s', hostlist, exc.message, exc.outcome,
+                  'handing %s back to Slurm failed (scontrol exited %s)' % (hostlist, status) if status else
+                  '%s handed back to Slurm (state=POWER_DOWN_FORCE)' % hostlist)
         return 1
     except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
         log.error('%s %s failed: %s', action, hostlist, getattr(exc, 'message', None) or exc)
