@@ -171,6 +171,27 @@ def test_resume_after_the_controller_died_mid_resume_adopts_the_cluster_network(
     assert nothing_billable(sim)
 
 
+def test_resume_that_times_out_leaves_the_cluster_network_to_the_next_resume(sim, tmp_path, config):
+    """A wait past wait_timeout (the create takes 120 simulated seconds here) hands the nodes back but
+    leaves the cluster network: the next resume adopts it, or the suspend that Slurm's power down runs
+    terminates it."""
+    slurm = Slurm(program_config(tmp_path, config, wait_timeout=60))
+    assert slurm('resume', 'gpu-[1-2]') == 1
+    assert [c[2] for c in slurm.power_downs()] == ['nodename=gpu-[1-2]']
+    cn_id, = [c['id'] for c in live(sim, 'cluster_networks')]
+    line, = logged(config, 'resume gpu-[1-2] failed')
+    assert line.startswith('resume gpu-[1-2] failed: cluster network as-gpu-1-2 for gpu-[1-2]: timed out after 60s')
+    assert line.endswith('; what was made is left for a later resume to adopt or a suspend to terminate; '
+                         'gpu-[1-2] handed back to Slurm (state=POWER_DOWN_FORCE)')
+
+    slurm = Slurm(program_config(tmp_path, config))
+    assert slurm('resume', 'gpu-[1-2]') == 0 and slurm.addresses() == ['nodename=gpu-1', 'nodename=gpu-2']
+    assert sim.calls['POST /clusterNetworks'] == 1 and [c['id'] for c in live(sim, 'cluster_networks')] == [cn_id]
+    logged(config, 'resume gpu-[1-2]: adopting cluster network %s' % cn_id)
+    assert slurm('suspend', 'gpu-[1-2]') == 0
+    assert nothing_billable(sim)
+
+
 # (d) A suspend that overlaps a resume --------------------------------------------------------------
 
 class Pause(object):
