@@ -4,10 +4,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test venv lint sanity unit molecule integration build clean
+.PHONY: help demo demo-ondemand test venv lint sanity unit molecule integration build clean
 
 help:
 	@echo "make demo   - rehearse the whole flow against the local OCI simulator"
+	@echo "make demo-ondemand - the on-demand cluster: a job grows it, idle time shrinks it"
 	@echo "make test   - run every test (installs what it needs; see docs/testing.md)"
 
 demo:
@@ -15,6 +16,14 @@ demo:
 	bash tests/infra/venv.sh
 	bash tests/infra/build-image.sh
 	bash tests/demo/run.sh
+
+# Seed 003's on-demand cluster: a job makes GPU nodes appear, they configure themselves, idle
+# nodes go away (docs/autoscaling.md).
+demo-ondemand:
+	bash tests/infra/host.sh
+	bash tests/infra/venv.sh
+	bash tests/infra/build-image.sh
+	bash tests/demo/ondemand.sh
 
 test:
 	bash tests/make-test.sh

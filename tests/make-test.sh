@@ -151,7 +151,10 @@ for s in $STAGES; do
       fi ;;
     demo)
       # The whole stack on the same nodes, over SSH through the bastion (what `make demo` shows).
-      stage demo:whole-stack bash tests/demo/run.sh ;;
+      stage demo:whole-stack bash tests/demo/run.sh
+      # Seed 003's on-demand cluster: sbatch on an empty cluster -> resume -> nodes pull their
+      # configuration -> the job runs -> idle -> suspend -> teardown (what `make demo-ondemand` shows).
+      stage demo:on-demand bash tests/demo/ondemand.sh ;;
     *) die "unknown stage $s" ;;
   esac
 done

@@ -31,7 +31,26 @@ case "$OCISIM_EVENT" in
       grep -q " $(hostname)\$" /etc/hosts || echo "$IP $(hostname)" >> /etc/hosts
       # podman creates /dev/net/tun 0600; a host has it 0666 (rootless networking opens it).
       [ ! -e /dev/net/tun ] || chmod 0666 /dev/net/tun' <<<"$keys"
-    echo "$(date +%T) $OCISIM_DISPLAY_NAME: user $user has the instance's SSH keys" ;;
+    echo "$(date +%T) $OCISIM_DISPLAY_NAME: user $user has the instance's SSH keys"
+    # cloud-init runs the instance's user_data (a script) once the user exists. The node's metadata
+    # service is the simulator's, reached through the demo's forwarder (DEMO_SIM_FORWARD).
+    user_data=$(jq -r '.metadata.user_data // ""' <<<"$OCISIM_INSTANCE_JSON")
+    if [ -n "$user_data" ]; then
+      podman exec "$name" sh -c "printf 'OCIGPU_IMDS_URL=%s\\n' '${DEMO_SIM_FORWARD:-$OCISIM_ENDPOINT}/_imds/$OCISIM_INSTANCE_ID/opc/v2' > /etc/default/ocigpu-pull"
+      # A container shares the machine's boot time, long before the node was asked to power up, and
+      # slurmctld waits for a node that boots after that ("Still waiting for boot of node"). As on a
+      # real instance, slurmd sees its boot at the stand-in's start: it runs in a time namespace.
+      boot_offset=$(awk '{ printf "%d", $1 - 1 }' /proc/uptime)
+      podman exec -i "$name" sh -c 'mkdir -p /etc/systemd/system/slurmd.service.d && cat > /etc/systemd/system/slurmd.service.d/zz-standin-boot.conf' <<UNIT
+[Service]
+NotifyAccess=all
+ExecStart=
+ExecStart=/usr/bin/unshare --time --boottime -$boot_offset --fork --kill-child=SIGTERM /usr/sbin/slurmd --systemd \$SLURMD_OPTIONS
+UNIT
+      podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null 2>&1 || true
+      base64 -d <<<"$user_data" | podman exec -i "$name" bash -s
+      echo "$(date +%T) $OCISIM_DISPLAY_NAME: ran its user_data (cloud-init's part)"
+    fi ;;
   terminate)
     echo "$(date +%T) terminate $OCISIM_DISPLAY_NAME"
     podman rm -f -t 2 "$name" ;;

@@ -176,3 +176,41 @@ def test_node_gpus_from_node_facts(node_facts, expected):
     got = {'count': int(t.template(trust_as_template(expr['count']))),
            'type': str(t.template(trust_as_template(expr['type']))).strip()}
     assert got == expected
+
+
+def joining_templar(**overrides):
+    """What a node that joins by itself (the pull path) has: itself in gpu_nodes, no controller."""
+    loader = DataLoader()
+    loader.set_basedir(str(ROLE / 'templates'))
+    variables = trust(yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text()))
+    variables.update(trust(yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())))
+    variables.update(trust(dict(dict(slurm_conf_server='10.0.0.2:6817', slurm_node_name='gpu-3'), **overrides)))
+    variables.update(hostvars={'gpu-3': gpu_node('inst-abcde', '10.0.1.13')}, inventory_hostname='gpu-3',
+                     ansible_managed='managed', groups={'gpu_nodes': ['gpu-3']})
+    return Templar(loader=loader, variables=variables)
+
+
+def test_a_node_that_joins_by_itself_points_slurmd_at_the_given_controller_under_its_slurm_name():
+    t = joining_templar()
+    env = t.template(trust_as_template((ROLE / 'templates' / 'slurmd.env.j2').read_text()))
+    assert 'SLURMD_OPTIONS="--conf-server 10.0.0.2:6817 -N gpu-3"' in env.splitlines()
+    # the restart record needs no controller in the inventory, and changes with the name or server
+    keys = t.template(trust_as_template((ROLE / 'templates' / 'restart-keys.j2').read_text()))
+    assert 'conf_server=10.0.0.2:6817' in keys.splitlines() and 'node_name=gpu-3' in keys.splitlines()
+    other = joining_templar(slurm_node_name='gpu-4').template(
+        trust_as_template((ROLE / 'templates' / 'restart-keys.j2').read_text()))
+    assert other != keys
+    assert t.template(trust_as_template('{{ __slurm_joining | bool and __slurm_is_compute | bool '
+                                        'and not __slurm_is_controller | bool }}')) is True
+
+
+def test_a_pushed_node_keeps_the_controller_from_the_inventory():
+    env = render('slurmd.env.j2', GPU_NODES)
+    assert 'SLURMD_OPTIONS="--conf-server 10.0.0.2:6817"' in env.splitlines()
+
+
+def test_cloud_gpu_nodes_get_gres_conf_lines_without_static_gpu_nodes():
+    line = 'NodeName=gpu-[1-4] AutoDetect=off Name=gpu Type=a100 File=/dev/nvidia[0-7]'
+    text = render('gres.conf.j2', {}, slurm_extra_gres=[line])
+    assert line in text.splitlines()
+    assert templar({}, slurm_extra_gres=[line]).template(trust_as_template('{{ __slurm_any_gpu }}')) is True

@@ -1,0 +1,89 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Figures (a) and (b) of the on-demand rehearsal (tests/demo/ondemand.sh), from what it recorded:
+
+    python3 tests/perf/ondemand_figures.py WORK T_SUBMIT T_RESUME T_REGISTERED T_DONE
+
+WORK holds autoscaler.log (the controller's), <stand-in>.pull.json (each node's pull timings) and
+<stand-in>.started (when its container started: the instance's boot). Times are epoch seconds.
+Prints the figures and writes WORK/figures.json.
+"""
+import datetime
+import glob
+import json
+import os
+import re
+import sys
+
+
+def log_time(line):
+    m = re.match(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ', line)
+    if not m:
+        return None
+    stamp = datetime.datetime.strptime(m.group(1), '%Y-%m-%d %H:%M:%S').replace(tzinfo=datetime.timezone.utc)
+    return stamp.timestamp() + int(m.group(2)) / 1000.0
+
+
+def first(lines, text):
+    for line in lines:
+        if text in line:
+            return log_time(line)
+    return None
+
+
+def container_start(path):
+    raw = open(path).read().strip()  # 2026-11-23 13:10:05.123456789 +0000 UTC
+    m = re.match(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d+)?', raw)
+    stamp = datetime.datetime.strptime(m.group(1), '%Y-%m-%d %H:%M:%S').replace(tzinfo=datetime.timezone.utc)
+    return stamp.timestamp() + float(m.group(2) or 0)
+
+
+def main(work, t_submit, t_resume, t_registered, t_done):
+    t_submit, t_resume, t_registered, t_done = (float(x) for x in (t_submit, t_resume, t_registered, t_done))
+    lines = open(os.path.join(work, 'autoscaler.log')).read().splitlines()
+    called = first(lines, ' INFO resume gpu-') or t_resume
+    creating = first(lines, 'resume: creating cluster network')
+    running = first(lines, ' RUNNING (work request')
+    nodes = []
+    for path in sorted(glob.glob(os.path.join(work, '*.pull.json'))):
+        name = os.path.basename(path)[:-len('.pull.json')]
+        pull = json.load(open(path))
+        started = container_start(os.path.join(work, name + '.started'))
+        nodes.append(dict(standin=name, name=pull.get('name'), boot_to_pull=pull['started'] - started,
+                          end=pull['started'] + pull.get('total', 0), **{k: pull.get(k) for k in (
+                              'wait_tags', 'fetch_bundle', 'join', 'ansible', 'configure', 'total', 'rc')}))
+    fig = dict(
+        a_submit_to_resume=called - t_submit,
+        b_resume_to_registered=t_registered - called,
+        simulator_provisioning=(running - creating) if (running and creating) else None,
+        boot_to_pull_start=max(n['boot_to_pull'] for n in nodes) if nodes else None,
+        pull_after_tags=max(n['total'] - n['wait_tags'] for n in nodes) if nodes else None,
+        pull_configure=max(n['configure'] for n in nodes) if nodes else None,
+        registration=(t_registered - max(n['end'] for n in nodes)) if nodes else None,
+        job_done=t_done - t_submit, nodes=nodes)
+    fig['overhead_beyond_provisioning'] = (fig['b_resume_to_registered'] - fig['simulator_provisioning']
+                                           if fig['simulator_provisioning'] is not None else None)
+    json.dump(fig, open(os.path.join(work, 'figures.json'), 'w'), indent=1, sort_keys=True)
+
+    def s(v):
+        return '%6.1f s' % v if v is not None else '     ?'
+    print('   (a) job submitted -> resume program called        %s   (goal: at most 5 s; a cron job: up to 60 s)' % s(fig['a_submit_to_resume']))
+    print('   (b) resume called -> every node registered         %s' % s(fig['b_resume_to_registered']))
+    print('       the simulator provisioning the cluster network %s' % s(fig['simulator_provisioning']))
+    print('       instance boot -> pull start (slowest node)     %s' % s(fig['boot_to_pull_start']))
+    print('       the pull after its tags (slowest node)         %s' % s(fig['pull_after_tags']))
+    print('         of which the roles (configure)               %s' % s(fig['pull_configure']))
+    print('       last pull done -> both nodes registered        %s' % s(fig['registration']))
+    if fig['overhead_beyond_provisioning'] is not None and nodes:
+        goal = fig['pull_configure'] + 30
+        print('   overhead beyond provisioning %s; goal: the pull configure + 30 s = %s  %s' % (
+            s(fig['overhead_beyond_provisioning']).strip(), s(goal).strip(),
+            'met' if fig['overhead_beyond_provisioning'] <= goal else 'NOT met'))
+    for n in nodes:
+        print('   %s (%s): tags %.1f s, bundle %.1f s, join %.1f s, ansible-core %.1f s, roles %.1f s, total %.1f s' % (
+            n['name'], n['standin'], n['wait_tags'] or 0, n['fetch_bundle'] or 0, n['join'] or 0, n['ansible'] or 0,
+            n['configure'] or 0, n['total'] or 0))
+    print('   job submitted -> job done %s' % s(fig['job_done']))
+
+
+if __name__ == '__main__':
+    main(*sys.argv[1:6])
