@@ -39,13 +39,12 @@ case "$OCISIM_EVENT" in
       podman exec "$name" sh -c "printf 'OCIGPU_IMDS_URL=%s\\n' '${DEMO_SIM_FORWARD:-$OCISIM_ENDPOINT}/_imds/$OCISIM_INSTANCE_ID/opc/v2' > /etc/default/ocigpu-pull"
       # A container shares the machine's boot time, long before the node was asked to power up, and
       # slurmctld waits for a node that boots after that ("Still waiting for boot of node"). As on a
-      # real instance, slurmd sees its boot at the stand-in's start: it runs in a time namespace.
-      boot_offset=$(awk '{ printf "%d", $1 - 1 }' /proc/uptime)
-      podman exec -i "$name" sh -c 'mkdir -p /etc/systemd/system/slurmd.service.d && cat > /etc/systemd/system/slurmd.service.d/zz-standin-boot.conf' <<UNIT
+      # real instance, slurmd sees a boot just before its start: it runs in a time namespace.
+      podman exec -i "$name" sh -c 'mkdir -p /etc/systemd/system/slurmd.service.d && cat > /etc/systemd/system/slurmd.service.d/zz-standin-boot.conf' <<'UNIT'
 [Service]
 NotifyAccess=all
 ExecStart=
-ExecStart=/usr/bin/unshare --time --boottime -$boot_offset --fork --kill-child=SIGTERM /usr/sbin/slurmd --systemd \$SLURMD_OPTIONS
+ExecStart=/bin/sh -c 'exec /usr/bin/unshare --time --boottime -$$(cut -d. -f1 /proc/uptime) --fork --kill-child=SIGTERM /usr/sbin/slurmd --systemd $$SLURMD_OPTIONS'
 UNIT
       podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null 2>&1 || true
       base64 -d <<<"$user_data" | podman exec -i "$name" bash -s
