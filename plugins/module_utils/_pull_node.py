@@ -22,7 +22,8 @@ from the controller over an authenticated channel.
    for the run and removed after it).
 4. Makes a virtual environment with ansible-core and runs ``ocigpu.cluster.configure`` against
    itself (connection local), in the group gpu_nodes under its Slurm name: the same roles as a
-   push from the operator, then slurmd starts configless with ``-N <name>``.
+   push from the operator. Only then does it start slurmd (configless, ``-N <name>``), so that
+   slurmctld sends the node no job before every role is in place.
 
 Each step is logged with its time; the timings are written to <state>/pull.json for the
 benchmarks. The exit status is 0 when the node joined, 3 when it never got its tags.
@@ -298,7 +299,16 @@ def uptime():
         return None
 
 
-def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn=make_venv, configure_fn=run_configure):
+def start_slurmd(log, run=subprocess.run):
+    """One start of slurmd, after every role ran (the slurm role only enables it on a joining node)."""
+    proc = run(['systemctl', 'restart', 'slurmd'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        log('slurmd: systemctl restart slurmd failed: %s', proc.stdout.decode('utf-8', 'replace').strip())
+    return proc.returncode
+
+
+def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn=make_venv, configure_fn=run_configure,
+         start_fn=start_slurmd):
     timings = dict(uptime_at_start=uptime(), started=time.time())
     mark = time.time()
 
@@ -356,9 +366,13 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         os.remove(secrets)
     timings['total'] = round(time.time() - mark, 2)
     if rc != 0:
-        log('pull: configure failed (exit %d); the full output is in %s', rc, opts.log_file)
+        log('pull: configure failed (exit %d); the full output is in %s; slurmd stays stopped', rc, opts.log_file)
         return 1, timings
-    log('pull: %s configured in %.0fs; slurmd registers with %s', name, timings['total'], answer['conf_server'])
+    if start_fn(log) != 0:
+        return 1, timings
+    lap('slurmd_start')
+    timings['total'] = round(time.time() - mark, 2)
+    log('pull: %s configured in %.0fs; slurmd started, registering with %s', name, timings['total'], answer['conf_server'])
     return 0, timings
 
 

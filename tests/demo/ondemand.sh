@@ -26,6 +26,7 @@ work=$DEMO_WORK
 . "$OCIGPU_ROOT/tests/demo/lib.sh"
 
 SUSPEND_TIME=${DEMO_SUSPEND_TIME:-30}
+NODES=${DEMO_NODES:-2}      # the job's node count (tests/perf/pull_bench.sh runs 2, 4 and 8)
 FORWARD_PORT=8766
 export DEMO_SIM_FORWARD="http://$DEMO_GATEWAY:$FORWARD_PORT"
 demo_start=$(date +%s)
@@ -71,7 +72,7 @@ cp "$(awk -F= '/^key_file/ {print $2}' "$work/oci/config" | tr -d ' ')" "$work/c
 sed -e "s|^key_file *=.*|key_file=/etc/ocigpu-demo/oci/key.pem|" "$work/oci/config" > "$work/ctl-oci/config"
 cat >> "$work/cluster.yml" <<YAML
 autoscaling: true
-autoscaling_max_nodes: 4
+autoscaling_max_nodes: $(( NODES > 4 ? NODES : 4 ))
 autoscaling_resume_timeout_minutes: 10
 node_vars_file: $work/node-vars.yml
 autoscaling_pull_skip_tags: [nvme_scratch]
@@ -114,16 +115,16 @@ on_ctl sinfo | sed 's/^/   /'
 on_ctl grep -E '^(SuspendTime|ResumeTimeout|ResumeProgram|SuspendProgram|NodeName=gpu)' /etc/slurm/slurm.conf | sed 's/^/   slurm.conf: /'
 on_ctl systemctl is-active ocigpu-pull-server | sed 's/^/   pull server: /'
 
-step "4. A job for two nodes on a cluster with none"
-on_ctl tee /tmp/job.sh >/dev/null <<'JOB'
+step "4. A job for $NODES nodes on a cluster with none"
+on_ctl tee /tmp/job.sh >/dev/null <<JOB
 #!/bin/bash
-#SBATCH -N 2
+#SBATCH -N $NODES
 #SBATCH -o /tmp/ondemand-%j.out
 srun -l hostname
 JOB
 t_submit=$(date +%s.%N)
 job=$(on_ctl sbatch --parsable --chdir=/tmp /tmp/job.sh)
-mark "sbatch -N2: job $job submitted"
+mark "sbatch -N$NODES: job $job submitted"
 t_resume=''
 state=''
 for _ in $(seq 900); do
@@ -134,8 +135,8 @@ for _ in $(seq 900); do
   [ -n "${batch_host:-}" ] || batch_host=$(on_ctl squeue -h -j "$job" -o %B 2>/dev/null | grep -v -e '^n/a$' -e '^$' || true)
   nodes=$(on_ctl sinfo -h -N -o '%N:%t' | tr '\n' ' ')
   [ "$nodes" = "${last_nodes:-}" ] || { mark "nodes: $nodes"; last_nodes=$nodes; }
-  if [ -z "${t_registered:-}" ] && [ "$(on_ctl sinfo -h -N -o '%t' | grep -cE '^(alloc|mix|idle|comp)$')" -ge 2 ]; then
-    t_registered=$(date +%s.%N); mark "both on-demand nodes registered"
+  if [ -z "${t_registered:-}" ] && [ "$(on_ctl sinfo -h -N -o '%t' | grep -cE '^(alloc|mix|idle|comp)$')" -ge "$NODES" ]; then
+    t_registered=$(date +%s.%N); mark "all $NODES on-demand nodes registered"
   fi
   case "$state" in COMPLETED|'') [ -n "${t_registered:-}" ] && break ;; FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
   sleep 1
@@ -145,9 +146,9 @@ done
 batch_addr=$(on_ctl scontrol show node "$batch_host" | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)
 out=$(ssh -F "$work/ssh_config" -J "opc@$bastion_ip" "opc@$batch_addr" sudo cat "/tmp/ondemand-$job.out" 2>/dev/null || true)
 printf '   job output (on %s, %s): %s\n' "$batch_host" "$batch_addr" "$(printf '%s' "$out" | tr '\n' ' ')"
-[ "$(printf '%s\n' "$out" | grep -c '^[01]: ')" -eq 2 ] || {
+[ "$(printf '%s\n' "$out" | grep -cE '^[0-9]+: ')" -eq "$NODES" ] || {
   on_ctl tail -30 /var/log/ocigpu-autoscaler/autoscaler.log || true
-  die "the job did not run on both on-demand nodes (state ${state:-?}); see $work/"; }
+  die "the job did not run on all $NODES on-demand nodes (state ${state:-?}); see $work/"; }
 t_done=$(date +%s.%N)
 mark "job $job finished on $(printf '%s\n' "$out" | cut -d' ' -f2 | sort | tr '\n' ' ')"
 

@@ -173,9 +173,14 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
         return 0
 
     log = _pull_node.Log(str(tmp_path / 'pull.log'))
+    started = []
+
+    def start(log):
+        started.append(seen.get('argv') is not None)  # after the roles ran
+        return 0
     rc, timings = _pull_node.pull(opts_for(tmp_path), log, fetch_imds=lambda url: doc,
-                                  venv_fn=lambda prefix, settings, log: '/venv', configure_fn=configure)
-    assert rc == 0
+                                  venv_fn=lambda prefix, settings, log: '/venv', configure_fn=configure, start_fn=start)
+    assert rc == 0 and started == [True]
     assert seen['argv'][:2] == ['/venv/bin/ansible-playbook', 'ocigpu.cluster.configure']
     assert '--skip-tags' in seen['argv'] and 'nvme_scratch' in seen['argv']
     assert seen['mode'] == '0o600'
@@ -185,7 +190,7 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
     # the key does not outlive the run, and the IMDS override reaches node_facts
     assert not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
     assert any(a.endswith('local-vars.json') for a in seen['argv'])
-    assert set(timings) >= {'wait_tags', 'fetch_bundle', 'join', 'ansible', 'configure', 'total'}
+    assert set(timings) >= {'wait_tags', 'fetch_bundle', 'join', 'ansible', 'configure', 'slurmd_start', 'total'}
     text = open(str(tmp_path / 'pull.log')).read()
     assert 'Slurm name gpu-1' in text and 'gpu-1 configured in' in text
 
@@ -207,7 +212,10 @@ def test_configure_failure_is_reported_and_the_key_removed(server, tls, tmp_path
     doc = dict(id='ocid1.instance.oc1..x', freeformTags={'ocigpu-slurm-node': 'gpu-1', 'ocigpu-pull-server': server.address,
                                                           'ocigpu-pull-cert': tls.sha256})
     log = _pull_node.Log(str(tmp_path / 'pull.log'))
+    started = []
     rc, _t = _pull_node.pull(opts_for(tmp_path), log, fetch_imds=lambda url: doc,
-                             venv_fn=lambda prefix, settings, log: '/venv', configure_fn=lambda *a: 2)
+                             venv_fn=lambda prefix, settings, log: '/venv', configure_fn=lambda *a: 2,
+                             start_fn=lambda log: started.append(1) or 0)
     assert rc == 1 and not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
+    assert started == []  # a half-configured node never registers
     assert 'configure failed (exit 2)' in open(str(tmp_path / 'pull.log')).read()
