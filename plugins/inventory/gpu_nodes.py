@@ -10,6 +10,9 @@ short_description: GPU nodes and bastions of OCI GPU clusters
 description:
   - Finds the GPU nodes of one cluster (freeform tag C(ocigpu-cluster)) or of every cluster in a
     tenancy, with their bastions, and groups them for the roles of this collection.
+  - GPU nodes that the Slurm autoscaler launched (freeform tag C(ocigpu-slurm-node)) configure
+    themselves at boot; they are in the group C(gpu_nodes_on_demand), not C(gpu_nodes), so that
+    configure.yml leaves them alone.
   - Discovery is done in bulk and in parallel. Per compartment it lists instances and VNIC
     attachments once (not once per instance); private IPs are listed once per subnet; cluster
     networks, instance pools and compute clusters are listed once per compartment. The number of
@@ -373,7 +376,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     or host['display_name'] == wanted_controller):
                 controllers.setdefault(host['cluster'], host)
 
-        for group in ('bastion', 'gpu_nodes', 'slurm_controller'):
+        for group in ('bastion', 'gpu_nodes', 'gpu_nodes_on_demand', 'slurm_controller'):
             self.inventory.add_group(group)
         if result['errors']:
             self.inventory.set_variable('all', 'ocigpu_inventory_errors', make_unsafe(result['errors']))
@@ -392,7 +395,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._add_host_to_keyed_groups(self.get_option('keyed_groups'), hostvars, name, strict=strict)
 
     def _groups(self, host, controllers):
-        groups = ['bastion' if host['role'] == _inventory.ROLE_BASTION else 'gpu_nodes']
+        # On-demand nodes (the Slurm autoscaler's, tagged with their Slurm name) configure themselves
+        # (the pull path): they get a group of their own, so a push of configure.yml leaves them alone.
+        on_demand = 'ocigpu-slurm-node' in (host['freeform_tags'] or {})
+        groups = ['bastion' if host['role'] == _inventory.ROLE_BASTION else ('gpu_nodes_on_demand' if on_demand else 'gpu_nodes')]
         if host['cluster']:
             groups.append(safe_group('cluster', host['cluster']))
             if controllers.get(host['cluster']) is host:

@@ -12,7 +12,8 @@ pinned to the controller's certificate:
   when the OCI API confirms that the instance is RUNNING in the cluster's compartment, carries the
   cluster's tag and the Slurm name it asks for (tags only the controller and the operator set),
   and that one of its VNICs has the address the request comes from (OCI's source/destination check
-  keeps an instance from sending with another's address inside the VCN);
+  keeps an instance from sending with another's address inside the VCN), from a source port below
+  1024 (which only root on that instance can bind);
 - ``GET /v1/health``: "ok".
 
 Every decision is logged with its reason. Configuration: the ``pull`` section of the autoscaler's
@@ -150,6 +151,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path != '/v1/join':
             return self._send(404, dict(error='no such path'))
         try:
+            if self.client_address[1] >= 1024:
+                raise JoinRefused(403, 'a join must come from a privileged source port (root on the node), not %d'
+                                  % self.client_address[1])
             length = int(self.headers.get('Content-Length') or 0)
             if length > 4096:
                 raise JoinRefused(413, 'request too large')

@@ -26,12 +26,14 @@ from the controller over an authenticated channel.
    slurmctld sends the node no job before every role is in place.
 
 Each step is logged with its time; the timings are written to <state>/pull.json for the
-benchmarks. The exit status is 0 when the node joined, 3 when it never got its tags.
+benchmarks. The exit status is 0 when the node joined or is not an on-demand node (it never got
+its tags); either way a marker in the state folder keeps the next boot from pulling again.
 """
 
 from __future__ import absolute_import, division, print_function
 
 import argparse
+import errno
 import hashlib
 import json
 import os
@@ -137,9 +139,29 @@ class Controller(object):
         self.context.check_hostname = False
         self.context.verify_mode = ssl.CERT_NONE
 
-    def _connect(self):
-        conn = httplib.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=self.context)
-        conn.connect()
+    def _connect(self, privileged=False):
+        """A pinned connection; privileged: from a source port below 1024, which only root can bind
+        (the controller hands the munge key to root on the node, not to any process on it)."""
+        if not privileged:
+            conn = httplib.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=self.context)
+            conn.connect()
+        else:
+            conn = None
+            for port in range(1023, 599, -1):
+                conn = httplib.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=self.context,
+                                               source_address=('', port))
+                try:
+                    conn.connect()
+                    break
+                except OSError as exc:
+                    conn.close()
+                    conn = None
+                    if exc.errno == errno.EACCES:
+                        raise PullError('joining needs root: the controller answers only a privileged source port')
+                    if exc.errno != errno.EADDRINUSE:
+                        raise
+            if conn is None:
+                raise PullError('no free privileged source port (600-1023) to join from')
         seen = fingerprint(conn.sock.getpeercert(binary_form=True))
         if seen != self.pin:
             conn.close()
@@ -147,8 +169,8 @@ class Controller(object):
                             % (self.host, self.port, seen, self.pin))
         return conn
 
-    def request(self, method, path, body=None, out=None):
-        conn = self._connect()
+    def request(self, method, path, body=None, out=None, privileged=False):
+        conn = self._connect(privileged)
         try:
             headers = {'Content-Type': 'application/json'} if body is not None else {}
             conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
@@ -195,18 +217,22 @@ def safe_extract(archive, dest):
                     raise PullError('bundle link %r points outside %s' % (member.name, dest))
             if member.isdev():
                 raise PullError('bundle member %r is a device' % member.name)
-        tar.extractall(root)
+        if hasattr(tarfile, 'data_filter'):  # Python 3.12+ (and security releases before it)
+            tar.extractall(root, filter='data')
+        else:
+            tar.extractall(root)
 
 
 # Ansible on the node ----------------------------------------------------------------------------
 
 def find_python(candidates=('python3.13', 'python3.12', 'python3.11', 'python3'), minimum=(3, 11), run=subprocess.run):
-    """The first interpreter new enough for ansible-core (as controller: 3.11 or newer)."""
+    """The first interpreter new enough for ansible-core (as controller: 3.11 or newer) whose venv
+    can bootstrap pip (Debian's python3 without python3-venv cannot)."""
     for name in candidates:
         path = shutil.which(name)
         if not path:
             continue
-        probe = run([path, '-c', 'import sys, venv; print("%d.%d" % sys.version_info[:2])'],
+        probe = run([path, '-c', 'import sys, venv, ensurepip; print("%d.%d" % sys.version_info[:2])'],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if probe.returncode == 0:
             version = tuple(int(x) for x in probe.stdout.decode().strip().split('.'))
@@ -215,7 +241,24 @@ def find_python(candidates=('python3.13', 'python3.12', 'python3.11', 'python3')
     return None
 
 
-def make_venv(prefix, settings, log, run=subprocess.run):
+# What brings a new enough Python with venv where the image has none: Oracle Linux 8/9 ship 3.6/3.9
+# as python3 and python3.12 in AppStream; Debian and Ubuntu split venv's ensurepip into python3-venv.
+PYTHON_PACKAGES = (('dnf', ['dnf', '-y', 'install', 'python3.12', 'python3.12-pip']),
+                   ('apt-get', ['apt-get', 'install', '-y', '--no-install-recommends', 'python3-venv']))
+
+
+def install_python(log, run=subprocess.run, which=shutil.which):
+    for tool, argv in PYTHON_PACKAGES:
+        if which(tool):
+            log('ansible: no Python 3.11+ with venv; installing it: %s', ' '.join(argv))
+            proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if proc.returncode != 0:
+                log('ansible: %s failed: %s', ' '.join(argv), proc.stdout.decode('utf-8', 'replace')[-1000:])
+            return proc.returncode == 0
+    return False
+
+
+def make_venv(prefix, settings, log, run=subprocess.run, find=find_python, install=install_python):
     venv = os.path.join(prefix, 'venv')
     python = os.path.join(venv, 'bin', 'python')
     want = settings.get('ansible_core', 'ansible-core')
@@ -223,7 +266,9 @@ def make_venv(prefix, settings, log, run=subprocess.run):
     if os.path.exists(marker) and open(marker).read().strip() == want:
         log('ansible: %s already in %s', want, venv)
         return venv
-    interpreter = find_python()
+    interpreter = find()
+    if not interpreter and install(log):
+        interpreter = find()
     if not interpreter:
         raise PullError('no Python 3.11 or newer with venv on this node (ansible-core needs one): '
                         'install python3.12 (EL) or python3.11 and python3.11-venv (Ubuntu)')
@@ -342,7 +387,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     log('pull: bundle of %d bytes (%s)', os.path.getsize(archive), settings.get('collection', 'ocigpu.cluster'))
     lap('fetch_bundle')
 
-    answer = retry(lambda: ctl.request('POST', '/v1/join', body=dict(instance_id=doc.get('id'), name=name)),
+    answer = retry(lambda: ctl.request('POST', '/v1/join', body=dict(instance_id=doc.get('id'), name=name), privileged=True),
                    6, 10, log, 'joining')
     secrets = os.path.join(opts.prefix, 'join.json')
     write_private(secrets, dict(slurm_munge_key_b64=answer['munge_key_b64'], slurm_conf_server=answer['conf_server'],
@@ -397,11 +442,12 @@ def main(argv=None):
         log('pull: failed: %s', exc)
         rc, timings = 1, dict(error=str(exc))
     timings['rc'] = rc
-    if rc == 0:
-        open(os.path.join(opts.state_dir, 'joined'), 'w').close()
+    if rc in (0, EXIT_NO_TAGS):
+        # Either way the next boot has nothing to pull: the unit's condition reads these.
+        open(os.path.join(opts.state_dir, 'joined' if rc == 0 else 'static'), 'w').close()
     with open(os.path.join(opts.state_dir, 'pull.json'), 'w') as f:
         json.dump(timings, f, indent=1, sort_keys=True)
-    return rc
+    return 0 if rc == EXIT_NO_TAGS else rc
 
 
 if __name__ == '__main__':

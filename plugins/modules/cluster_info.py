@@ -76,7 +76,7 @@ compute_clusters:
   type: list
   elements: dict
 instance_configurations:
-  description: Instance configurations (id, display_name).
+  description: Instance configurations (id, display_name, time_created).
   returned: always
   type: list
   elements: dict
@@ -129,7 +129,9 @@ class ClusterInfo(OCIModule):
             nodes=sorted(nodes, key=lambda n: (n['display_name'] or '', n['id'])),
             compute_clusters=[dict(id=c.id, display_name=c.display_name, availability_domain=c.availability_domain)
                               for c in compute_clusters],
-            instance_configurations=[dict(id=c.id, display_name=c.display_name) for c in configs],
+            instance_configurations=[dict(id=c.id, display_name=c.display_name,
+                                         time_created=c.time_created.isoformat() if c.time_created else None)
+                                     for c in configs],
             billable=len(set(i.id for i in instances) | in_networks) + len(networks),
         )
 

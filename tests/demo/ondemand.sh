@@ -163,8 +163,8 @@ on_ctl cat /var/log/ocigpu-autoscaler/pull-server.log > "$work/pull-server.log" 
 
 step "5. $SUSPEND_TIME s without jobs: the suspend program hands the nodes back"
 for _ in $(seq 300); do
-  if on_ctl grep -q 'suspend: terminating cluster network' /var/log/ocigpu-autoscaler/autoscaler.log; then
-    t_suspend=$(date +%s.%N); mark "suspend program: $(on_ctl grep 'suspend: terminating' /var/log/ocigpu-autoscaler/autoscaler.log | tail -1 | cut -d' ' -f5-)"; break
+  if on_ctl grep -qE ' suspend gpu-.*: cluster network .* terminated' /var/log/ocigpu-autoscaler/autoscaler.log; then
+    t_suspend=$(date +%s.%N); mark "suspend program: $(on_ctl grep -E ' suspend gpu-.*: cluster network .* terminated' /var/log/ocigpu-autoscaler/autoscaler.log | tail -1 | cut -d' ' -f5-)"; break
   fi
   sleep 2
 done

@@ -41,7 +41,7 @@ def main(work, t_submit, t_resume, t_registered, t_done):
     t_submit, t_resume, t_registered, t_done = (float(x) for x in (t_submit, t_resume, t_registered, t_done))
     lines = open(os.path.join(work, 'autoscaler.log')).read().splitlines()
     called = first(lines, ' INFO resume gpu-') or t_resume
-    creating = first(lines, 'resume: creating cluster network')
+    creating = first(lines, ': creating cluster network')
     running = first(lines, ' RUNNING (work request')
     nodes = []
     for path in sorted(glob.glob(os.path.join(work, '*.pull.json'))):

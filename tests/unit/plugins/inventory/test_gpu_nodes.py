@@ -399,3 +399,17 @@ def test_service_endpoint_from_the_environment(ocisim, inventory, two_clusters, 
     from ansible.errors import AnsibleError
     with pytest.raises(AnsibleError, match='failed after retries'):
         inventory(service_endpoint=None, api_retries=1)
+
+
+def test_on_demand_nodes_get_a_group_of_their_own(ocisim, inventory):
+    """The Slurm autoscaler's nodes configure themselves (the pull path): a push of configure.yml,
+    which targets gpu_nodes, must leave them alone, and a person can still reach them by group."""
+    team = ocisim.add_compartment('ondemand')['id']
+    a = _cluster(ocisim, 'alpha', 2, team, 0)
+    pulled = ocisim.seed_instances(1, [team], shape='BM.GPU4.8', name_prefix='alpha-gpu-1', subnet_id=a['private_subnet'],
+                                   freeform_tags={'ocigpu-cluster': 'alpha', 'ocigpu-slurm-node': 'gpu-1'})
+    result = inventory(cluster='alpha')
+    name = {iid: h['name'] for iid, h in result.by_id().items()}
+    assert result.groups['gpu_nodes'] == sorted(name[i] for i in a['nodes'])
+    assert result.groups['gpu_nodes_on_demand'] == [name[pulled[0]]]
+    assert name[pulled[0]] in result.groups['cluster_alpha']

@@ -125,11 +125,15 @@ def test_pinned_channel_serves_the_bundle_and_the_join(server, tls, tmp_path):
     ctl = _pull_node.Controller(server.address, tls.sha256, timeout=10)
     out = ctl.request('GET', '/v1/bundle', out=str(tmp_path / 'got.tar.gz'))
     assert open(out, 'rb').read() == open(server.bundle, 'rb').read()
-    answer = ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-1'))
+    answer = ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-1'), privileged=True)
     assert base64.b64decode(answer['munge_key_b64']) == MUNGE
     assert server.enroller.calls == [('ocid1.instance.oc1..x', 'gpu-1', '127.0.0.1')]
     with pytest.raises(_pull_node.PullError, match="403 name 'gpu-7' is not among"):
-        ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-7'))
+        ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-7'), privileged=True)
+    # any process on the node can reach the server; only root (a port below 1024) gets the key
+    with pytest.raises(_pull_node.PullError, match='403 a join must come from a privileged source port'):
+        ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-1'))
+    assert len(server.enroller.calls) == 2
 
 
 def test_a_controller_with_another_certificate_is_refused_before_any_request(server, tls):
@@ -219,3 +223,27 @@ def test_configure_failure_is_reported_and_the_key_removed(server, tls, tmp_path
     assert rc == 1 and not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
     assert started == []  # a half-configured node never registers
     assert 'configure failed (exit 2)' in open(str(tmp_path / 'pull.log')).read()
+
+
+def test_a_node_without_a_new_enough_python_installs_one_then_makes_the_venv(tmp_path):
+    """Oracle Linux 9's python3 is 3.9: the pull installs python3.12 with dnf, then uses it."""
+    found = iter([None, '/usr/bin/python3.12'])
+    ran = []
+
+    def run(argv, **kw):
+        ran.append(argv)
+        if argv[1:3] == ['-m', 'venv']:
+            os.makedirs(argv[3])
+        return SimpleNamespace(returncode=0, stdout=b'')
+    lines = []
+    venv = _pull_node.make_venv(str(tmp_path), dict(ansible_core='ansible-core==2.19.14', pip_args=['--no-index']),
+                                lambda *a: lines.append(a[0] % a[1:]), run=run, find=lambda: next(found),
+                                install=lambda log: _pull_node.install_python(
+                                    log, run=run, which=lambda tool: '/usr/bin/dnf' if tool == 'dnf' else None))
+    assert ran[0] == ['dnf', '-y', 'install', 'python3.12', 'python3.12-pip']
+    assert ran[1] == ['/usr/bin/python3.12', '-m', 'venv', venv]
+    assert ran[2][-2:] == ['--no-index', 'ansible-core==2.19.14']
+    # nothing to install with and no Python: a clear error, no traceback
+    with pytest.raises(_pull_node.PullError, match='no Python 3.11 or newer'):
+        _pull_node.make_venv(str(tmp_path / 'x'), {}, lambda *a: None, run=run, find=lambda: None,
+                             install=lambda log: False)
