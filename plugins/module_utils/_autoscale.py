@@ -367,7 +367,7 @@ class Autoscaler(object):
                 display_name=display_name, freeform_tags=tags))
 
     def _pull_tags(self):
-        """Where a node that configures itself at boot finds the controller (module_utils/_pull_node.py):
+        """Where a node that configures itself at boot finds the controller (roles/slurm_autoscaler/files/ocigpu_pull.py):
         its pull server and the SHA-256 of that server's certificate; none without a pull section."""
         pull = self.config.get('pull') or {}
         if not (pull.get('server') and pull.get('cert_sha256')):

@@ -4,7 +4,7 @@
 
 """The controller's side of the pull path (`ocigpu-pull-server`, installed by slurm_autoscaler).
 
-A node that configures itself at boot (module_utils/_pull_node.py) talks to this server over TLS
+A node that configures itself at boot (roles/slurm_autoscaler/files/ocigpu_pull.py) talks to this server over TLS
 pinned to the controller's certificate:
 
 - ``GET /v1/bundle``: the collections and the cluster's node settings (nothing secret);

@@ -129,9 +129,9 @@ class ClusterInfo(OCIModule):
             nodes=sorted(nodes, key=lambda n: (n['display_name'] or '', n['id'])),
             compute_clusters=[dict(id=c.id, display_name=c.display_name, availability_domain=c.availability_domain)
                               for c in compute_clusters],
-            instance_configurations=[dict(id=c.id, display_name=c.display_name,
-                                         time_created=c.time_created.isoformat() if c.time_created else None)
-                                     for c in configs],
+            instance_configurations=[
+                dict(id=c.id, display_name=c.display_name,
+                     time_created=c.time_created.isoformat() if c.time_created else None) for c in configs],
             billable=len(set(i.id for i in instances) | in_networks) + len(networks),
         )
 

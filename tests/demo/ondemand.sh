@@ -152,7 +152,7 @@ printf '   job output (on %s, %s): %s\n' "$batch_host" "$batch_addr" "$(printf '
 t_done=$(date +%s.%N)
 mark "job $job finished on $(printf '%s\n' "$out" | cut -d' ' -f2 | sort | tr '\n' ' ')"
 
-# What each node's pull recorded (tests/../_pull_node.py writes its timings).
+# What each node's pull recorded (roles/slurm_autoscaler/files/ocigpu_pull.py writes its timings).
 for c in $(podman ps --filter label=ocigpu-demo=1 --format '{{.Names}}' | grep -v bastion); do
   podman exec "$c" cat /var/lib/ocigpu-pull/pull.json > "$work/$c.pull.json" 2>/dev/null || true
   podman exec "$c" cat /var/log/ocigpu-pull.log > "$work/$c.pull.log" 2>/dev/null || true

@@ -39,16 +39,15 @@ case "$OCISIM_EVENT" in
       podman exec "$name" sh -c "printf 'OCIGPU_IMDS_URL=%s\\n' '${DEMO_SIM_FORWARD:-$OCISIM_ENDPOINT}/_imds/$OCISIM_INSTANCE_ID/opc/v2' > /etc/default/ocigpu-pull"
       # A container shares the machine's boot time, long before the node was asked to power up, and
       # slurmctld waits for a node that boots after that ("Still waiting for boot of node"). As on a
-      # real instance, slurmd sees the stand-in's start as its boot: it runs in a time namespace.
+      # real instance, slurmd sees a boot just before it starts: it runs in a time namespace.
       podman exec -i "$name" sh -c 'cat > /usr/local/sbin/standin-slurmd; chmod 0755 /usr/local/sbin/standin-slurmd
         mkdir -p /etc/systemd/system/slurmd.service.d
         printf "[Service]\nNotifyAccess=all\nExecStart=\nExecStart=/usr/local/sbin/standin-slurmd --systemd \$SLURMD_OPTIONS\n" \
           > /etc/systemd/system/slurmd.service.d/zz-standin-boot.conf' <<'WRAPPER'
 #!/bin/sh
-# Demo stand-in: the container's start (its init's start time, in clock ticks since the machine's
-# boot) is this node's boot for slurmd.
-started=$(awk -v hz="$(getconf CLK_TCK)" '{ print int($22 / hz) }' /proc/1/stat)
-exec /usr/bin/unshare --time --boottime "-$started" --fork --kill-child=SIGTERM /usr/sbin/slurmd "$@"
+# Demo stand-in: slurmd's start is this node's boot (a real node boots minutes after the power-up
+# request, and its pull starts slurmd once, at its end).
+exec /usr/bin/unshare --time --boottime "-$(cut -d. -f1 /proc/uptime)" --fork --kill-child=SIGTERM /usr/sbin/slurmd "$@"
 WRAPPER
       podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null 2>&1 || true
       base64 -d <<<"$user_data" | podman exec -i "$name" bash -s

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 CLUSTER = 'odm'
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PULL_NODE = os.path.join(ROOT, 'plugins', 'module_utils', '_pull_node.py')
+PULL_NODE = os.path.join(ROOT, 'roles', 'slurm_autoscaler', 'files', 'ocigpu_pull.py')
 
 
 def test_on_demand_cluster_provisions_a_template_whose_nodes_configure_themselves(simulator, tmp_path):

@@ -214,3 +214,13 @@ def test_cloud_gpu_nodes_get_gres_conf_lines_without_static_gpu_nodes():
     text = render('gres.conf.j2', {}, slurm_extra_gres=[line])
     assert line in text.splitlines()
     assert templar({}, slurm_extra_gres=[line]).template(trust_as_template('{{ __slurm_any_gpu }}')) is True
+
+
+def test_the_controller_is_reached_on_its_private_address():
+    """A bastion whose default route is a public interface (a second NIC) still sends the nodes to its
+    private address: slurmd would otherwise register through NAT, under the wrong address."""
+    t = templar(GPU_NODES)
+    t.available_variables['hostvars']['bastion']['oci_private_ip'] = '10.0.0.7'
+    text = t.template(trust_as_template((ROLE / 'templates' / 'slurm.conf.j2').read_text()))
+    assert conf(text)['SlurmctldHost'] == 'bastion(10.0.0.7)'
+    assert conf(render('slurm.conf.j2', GPU_NODES))['SlurmctldHost'] == 'bastion(10.0.0.2)'

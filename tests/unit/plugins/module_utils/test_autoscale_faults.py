@@ -12,8 +12,6 @@ import sys
 import threading
 import time
 
-import pytest
-
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale
 # The same simulator, configuration and autoscaler as the plain autoscaler tests.
 from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import

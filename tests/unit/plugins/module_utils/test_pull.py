@@ -13,9 +13,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _pull, _pull_node
+import importlib.util
+import pathlib
 
-from .test_autoscale import config, sim  # noqa: F401  (fixtures)
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _pull
+
+from .test_autoscale import config, sim  # noqa: F401  pylint: disable=unused-import  (fixtures)
+
+# The node's program: a standalone script (standard library only) that the user_data installs.
+_PROGRAM = pathlib.Path(__file__).resolve().parents[4] / 'roles' / 'slurm_autoscaler' / 'files' / 'ocigpu_pull.py'
+_spec = importlib.util.spec_from_file_location('ocigpu_pull', str(_PROGRAM))
+ocigpu_pull = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ocigpu_pull)
 
 MUNGE = os.urandom(1024)
 
@@ -28,7 +37,7 @@ def tls(tmp_path_factory):
                    check=True, capture_output=True)
     der = subprocess.run(['openssl', 'x509', '-in', str(d / 'cert.pem'), '-outform', 'DER'],
                          check=True, capture_output=True).stdout
-    return SimpleNamespace(cert=str(d / 'cert.pem'), key=str(d / 'key.pem'), sha256=_pull_node.fingerprint(der))
+    return SimpleNamespace(cert=str(d / 'cert.pem'), key=str(d / 'key.pem'), sha256=ocigpu_pull.fingerprint(der))
 
 
 def make_bundle(path, node_vars='slurm_cluster_name: as\n'):
@@ -67,7 +76,7 @@ def test_resume_tags_each_node_with_the_pull_server_and_certificate(sim, pull_co
         assert tags['ocigpu-slurm-node'] == m['name']
         assert tags['ocigpu-pull-server'] == '10.0.0.2:8740' and tags['ocigpu-pull-cert'] == tls.sha256
     # what the node reads back: exactly the three tags the pull waits for
-    found = _pull_node.read_tags(dict(freeformTags=sim.state.get(mapping[0]['id'])['freeformTags']))
+    found = ocigpu_pull.read_tags(dict(freeformTags=sim.state.get(mapping[0]['id'])['freeformTags']))
     assert found == ('gpu-1', '10.0.0.2:8740', tls.sha256)
 
 
@@ -122,24 +131,24 @@ def server(pull_config):
 
 
 def test_pinned_channel_serves_the_bundle_and_the_join(server, tls, tmp_path):
-    ctl = _pull_node.Controller(server.address, tls.sha256, timeout=10)
+    ctl = ocigpu_pull.Controller(server.address, tls.sha256, timeout=10)
     out = ctl.request('GET', '/v1/bundle', out=str(tmp_path / 'got.tar.gz'))
     assert open(out, 'rb').read() == open(server.bundle, 'rb').read()
     answer = ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-1'), privileged=True)
     assert base64.b64decode(answer['munge_key_b64']) == MUNGE
     assert server.enroller.calls == [('ocid1.instance.oc1..x', 'gpu-1', '127.0.0.1')]
-    with pytest.raises(_pull_node.PullError, match="403 name 'gpu-7' is not among"):
+    with pytest.raises(ocigpu_pull.PullError, match="403 name 'gpu-7' is not among"):
         ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-7'), privileged=True)
     # any process on the node can reach the server; only root (a port below 1024) gets the key
-    with pytest.raises(_pull_node.PullError, match='403 a join must come from a privileged source port'):
+    with pytest.raises(ocigpu_pull.PullError, match='403 a join must come from a privileged source port'):
         ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-1'))
     assert len(server.enroller.calls) == 2
 
 
 def test_a_controller_with_another_certificate_is_refused_before_any_request(server, tls):
     wrong = 'ab' * 32
-    with pytest.raises(_pull_node.PullError, match='not the pinned %s: refusing' % wrong):
-        _pull_node.Controller(server.address, wrong, timeout=10).request('GET', '/v1/bundle', out=os.devnull)
+    with pytest.raises(ocigpu_pull.PullError, match='not the pinned %s: refusing' % wrong):
+        ocigpu_pull.Controller(server.address, wrong, timeout=10).request('GET', '/v1/bundle', out=os.devnull)
     assert server.enroller.calls == []
 
 
@@ -149,8 +158,8 @@ def test_bundle_members_that_leave_the_folder_are_refused(tmp_path):
         info = tarfile.TarInfo('../escape')
         info.size = 1
         tar.addfile(info, io.BytesIO(b'x'))
-    with pytest.raises(_pull_node.PullError, match='leaves'):
-        _pull_node.safe_extract(str(bad), str(tmp_path / 'out'))
+    with pytest.raises(ocigpu_pull.PullError, match='leaves'):
+        ocigpu_pull.safe_extract(str(bad), str(tmp_path / 'out'))
     assert not (tmp_path / 'escape').exists()
 
 
@@ -176,14 +185,14 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
         seen['inventory'] = open(os.path.join(bundle, 'inventory.ini')).read()
         return 0
 
-    log = _pull_node.Log(str(tmp_path / 'pull.log'))
+    log = ocigpu_pull.Log(str(tmp_path / 'pull.log'))
     started = []
 
     def start(log):
         started.append(seen.get('argv') is not None)  # after the roles ran
         return 0
-    rc, timings = _pull_node.pull(opts_for(tmp_path), log, fetch_imds=lambda url: doc,
-                                  venv_fn=lambda prefix, settings, log: '/venv', configure_fn=configure, start_fn=start)
+    rc, timings = ocigpu_pull.pull(opts_for(tmp_path), log, fetch_imds=lambda url: doc,
+                                   venv_fn=lambda prefix, settings, log: '/venv', configure_fn=configure, start_fn=start)
     assert rc == 0 and started == [True]
     assert seen['argv'][:2] == ['/venv/bin/ansible-playbook', 'ocigpu.cluster.configure']
     assert '--skip-tags' in seen['argv'] and 'nvme_scratch' in seen['argv']
@@ -201,25 +210,25 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
 
 def test_a_node_that_never_gets_its_tags_gives_up_and_says_so(tmp_path):
     now = [0.0]
-    log = _pull_node.Log(str(tmp_path / 'pull.log'), clock=lambda: now[0])
-    found, doc = _pull_node.wait_for_tags('http://imds.invalid/opc/v2', 30, 10, log,
-                                         fetch=lambda url: dict(freeformTags={'ocigpu-slurm-node': 'gpu-1'}),
-                                         sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
+    log = ocigpu_pull.Log(str(tmp_path / 'pull.log'), clock=lambda: now[0])
+    found, doc = ocigpu_pull.wait_for_tags('http://imds.invalid/opc/v2', 30, 10, log,
+                                           fetch=lambda url: dict(freeformTags={'ocigpu-slurm-node': 'gpu-1'}),
+                                           sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
     assert found is None and now[0] >= 30
     assert 'tags ocigpu-pull-server, ocigpu-pull-cert not set yet' in open(str(tmp_path / 'pull.log')).read()
-    rc, _t = _pull_node.pull(opts_for(tmp_path, wait=0), log, fetch_imds=lambda url: dict(freeformTags={}))
-    assert rc == _pull_node.EXIT_NO_TAGS
+    rc, _t = ocigpu_pull.pull(opts_for(tmp_path, wait=0), log, fetch_imds=lambda url: dict(freeformTags={}))
+    assert rc == ocigpu_pull.EXIT_NO_TAGS
     assert 'not an on-demand node' in open(str(tmp_path / 'pull.log')).read()
 
 
 def test_configure_failure_is_reported_and_the_key_removed(server, tls, tmp_path):
     doc = dict(id='ocid1.instance.oc1..x', freeformTags={'ocigpu-slurm-node': 'gpu-1', 'ocigpu-pull-server': server.address,
                                                           'ocigpu-pull-cert': tls.sha256})
-    log = _pull_node.Log(str(tmp_path / 'pull.log'))
+    log = ocigpu_pull.Log(str(tmp_path / 'pull.log'))
     started = []
-    rc, _t = _pull_node.pull(opts_for(tmp_path), log, fetch_imds=lambda url: doc,
-                             venv_fn=lambda prefix, settings, log: '/venv', configure_fn=lambda *a: 2,
-                             start_fn=lambda log: started.append(1) or 0)
+    rc, _t = ocigpu_pull.pull(opts_for(tmp_path), log, fetch_imds=lambda url: doc,
+                              venv_fn=lambda prefix, settings, log: '/venv', configure_fn=lambda *a: 2,
+                              start_fn=lambda log: started.append(1) or 0)
     assert rc == 1 and not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
     assert started == []  # a half-configured node never registers
     assert 'configure failed (exit 2)' in open(str(tmp_path / 'pull.log')).read()
@@ -236,14 +245,14 @@ def test_a_node_without_a_new_enough_python_installs_one_then_makes_the_venv(tmp
             os.makedirs(argv[3])
         return SimpleNamespace(returncode=0, stdout=b'')
     lines = []
-    venv = _pull_node.make_venv(str(tmp_path), dict(ansible_core='ansible-core==2.19.14', pip_args=['--no-index']),
-                                lambda *a: lines.append(a[0] % a[1:]), run=run, find=lambda: next(found),
-                                install=lambda log: _pull_node.install_python(
-                                    log, run=run, which=lambda tool: '/usr/bin/dnf' if tool == 'dnf' else None))
+    venv = ocigpu_pull.make_venv(str(tmp_path), dict(ansible_core='ansible-core==2.19.14', pip_args=['--no-index']),
+                                 lambda *a: lines.append(a[0] % a[1:]), run=run, find=lambda: next(found),
+                                 install=lambda log: ocigpu_pull.install_python(
+                                 log, run=run, which=lambda tool: '/usr/bin/dnf' if tool == 'dnf' else None))
     assert ran[0] == ['dnf', '-y', 'install', 'python3.12', 'python3.12-pip']
     assert ran[1] == ['/usr/bin/python3.12', '-m', 'venv', venv]
     assert ran[2][-2:] == ['--no-index', 'ansible-core==2.19.14']
     # nothing to install with and no Python: a clear error, no traceback
-    with pytest.raises(_pull_node.PullError, match='no Python 3.11 or newer'):
-        _pull_node.make_venv(str(tmp_path / 'x'), {}, lambda *a: None, run=run, find=lambda: None,
-                             install=lambda log: False)
+    with pytest.raises(ocigpu_pull.PullError, match='no Python 3.11 or newer'):
+        ocigpu_pull.make_venv(str(tmp_path / 'x'), {}, lambda *a: None, run=run, find=lambda: None,
+                              install=lambda log: False)

@@ -233,7 +233,7 @@ def find_python(candidates=('python3.13', 'python3.12', 'python3.11', 'python3')
         if not path:
             continue
         probe = run([path, '-c', 'import sys, venv, ensurepip; print("%d.%d" % sys.version_info[:2])'],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
         if probe.returncode == 0:
             version = tuple(int(x) for x in probe.stdout.decode().strip().split('.'))
             if version >= tuple(minimum):
@@ -251,7 +251,7 @@ def install_python(log, run=subprocess.run, which=shutil.which):
     for tool, argv in PYTHON_PACKAGES:
         if which(tool):
             log('ansible: no Python 3.11+ with venv; installing it: %s', ' '.join(argv))
-            proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
             if proc.returncode != 0:
                 log('ansible: %s failed: %s', ' '.join(argv), proc.stdout.decode('utf-8', 'replace')[-1000:])
             return proc.returncode == 0
@@ -276,7 +276,7 @@ def make_venv(prefix, settings, log, run=subprocess.run, find=find_python, insta
     for argv in ([interpreter, '-m', 'venv', venv],
                  [python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check']
                  + list(settings.get('pip_args') or []) + [want]):
-        proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
         if proc.returncode != 0:
             raise PullError('%s failed: %s' % (' '.join(argv[:4]), proc.stdout.decode('utf-8', 'replace')[-2000:]))
     with open(marker, 'w') as f:
@@ -346,7 +346,7 @@ def uptime():
 
 def start_slurmd(log, run=subprocess.run):
     """One start of slurmd, after every role ran (the slurm role only enables it on a joining node)."""
-    proc = run(['systemctl', 'restart', 'slurmd'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = run(['systemctl', 'restart', 'slurmd'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
     if proc.returncode != 0:
         log('slurmd: systemctl restart slurmd failed: %s', proc.stdout.decode('utf-8', 'replace').strip())
     return proc.returncode
