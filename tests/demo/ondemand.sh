@@ -76,7 +76,7 @@ autoscaling_max_nodes: $(( NODES > 4 ? NODES : 4 ))
 autoscaling_resume_timeout_minutes: 10
 node_vars_file: $work/node-vars.yml
 autoscaling_pull_skip_tags: [nvme_scratch]
-autoscaling_pull_pip_args: [$(echo "$pip_args" | sed 's/ /, /g')]
+autoscaling_pull_pip_args: [${pip_args// /, }]
 YAML
 # The nodes' role variables: the stand-in settings of the push demo, with enroot fetched by URL
 # (the pull runs on the node, where the operator's folders are not).
@@ -92,7 +92,7 @@ slurm_autoscaler_auth_type: api_key
 slurm_autoscaler_config_file: /etc/ocigpu-demo/oci/config
 slurm_autoscaler_service_endpoint: $DEMO_SIM_FORWARD
 slurm_autoscaler_node_options: "CPUs=$(nproc) RealMemory=1000"
-slurm_autoscaler_pip_extra_args: [$(echo "$pip_args" | sed 's/ /, /g')]
+slurm_autoscaler_pip_extra_args: [${pip_args// /, }]
 YAML
 echo "   simulator $endpoint, reached by the stand-ins at $DEMO_SIM_FORWARD"
 
@@ -100,7 +100,7 @@ step "2. Provisioning with autoscaling: true and no static GPU node"
 run_playbook "provision (network, controller, node template)" "$work/provision.log" playbooks/provision.yml -e "@$work/cluster.yml"
 sed -n '/Show what was provisioned/,/PLAY RECAP/p' "$work/provision.log" | grep -E '"(cluster|bastion|[0-9]+ x|on demand)' | sed 's/^ */   /'
 ud_bytes=$(curl -s "$endpoint/_admin/state/instance_configurations" | jq '[.[]?.instanceDetails.launchDetails.metadata.user_data // empty | length] | max // 0')
-[ "$ud_bytes" -gt 0 ] && [ "$ud_bytes" -le 32000 ] || die "the node template's user_data is $ud_bytes bytes"
+if [ "$ud_bytes" -eq 0 ] || [ "$ud_bytes" -gt 32000 ]; then die "the node template's user_data is $ud_bytes bytes"; fi
 echo "   node template user_data: $ud_bytes bytes of base64 (OCI's limit: 32000)"
 
 step "3. Configuring the controller: Slurm power saving, resume/suspend programs, pull server"
@@ -172,7 +172,9 @@ done
 for _ in $(seq 120); do
   [ "$(podman ps -q --filter label=ocigpu-demo=1 | wc -l)" -eq 1 ] && break; sleep 1
 done
-mark "stand-ins left: $(podman ps -q --filter label=ocigpu-demo=1 | wc -l) (the controller)"
+left=$(podman ps -q --filter label=ocigpu-demo=1 | wc -l)
+mark "stand-ins left: $left (the controller)"
+[ "$left" -eq 1 ] || die "the on-demand nodes' stand-ins are still there after the suspend"
 on_ctl sinfo -h -N -o '%N %t' | sed 's/^/   /'
 
 step "6. Teardown: nothing billable left"

@@ -55,5 +55,8 @@ WRAPPER
     fi ;;
   terminate)
     echo "$(date +%T) terminate $OCISIM_DISPLAY_NAME"
-    podman rm -f -t 2 "$name" ;;
+    # By the instance's OCID: its display name may have changed since launch (the autoscaler names
+    # its nodes <cluster>-<Slurm name>).
+    mapfile -t ids < <(podman ps -aq --filter "label=ocigpu-demo-instance=$OCISIM_INSTANCE_ID")
+    [ "${#ids[@]}" -eq 0 ] || podman rm -f -t 2 "${ids[@]}" >/dev/null ;;
 esac

@@ -18,7 +18,8 @@ import pathlib
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _pull
 
-from .test_autoscale import config, sim  # noqa: F401  pylint: disable=unused-import  (fixtures)
+# The simulator and autoscaler configuration fixtures of the autoscaler tests.
+from .test_autoscale import config, sim  # noqa: F401 pylint: disable=unused-import
 
 # The node's program: a standalone script (standard library only) that the user_data installs.
 _PROGRAM = pathlib.Path(__file__).resolve().parents[4] / 'roles' / 'slurm_autoscaler' / 'files' / 'ocigpu_pull.py'
@@ -173,9 +174,14 @@ def opts_for(tmp_path, **kw):
     return SimpleNamespace(**base)
 
 
+def tagged(server, tls):
+    """The instance document of a node that the resume program tagged."""
+    return dict(id='ocid1.instance.oc1..x', freeformTags={
+        'ocigpu-slurm-node': 'gpu-1', 'ocigpu-pull-server': server.address, 'ocigpu-pull-cert': tls.sha256})
+
+
 def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, tls, tmp_path):
-    doc = dict(id='ocid1.instance.oc1..x', freeformTags={'ocigpu-slurm-node': 'gpu-1', 'ocigpu-pull-server': server.address,
-                                                          'ocigpu-pull-cert': tls.sha256})
+    doc = tagged(server, tls)
     seen = {}
 
     def configure(argv, bundle, log, log_file):
@@ -222,8 +228,7 @@ def test_a_node_that_never_gets_its_tags_gives_up_and_says_so(tmp_path):
 
 
 def test_configure_failure_is_reported_and_the_key_removed(server, tls, tmp_path):
-    doc = dict(id='ocid1.instance.oc1..x', freeformTags={'ocigpu-slurm-node': 'gpu-1', 'ocigpu-pull-server': server.address,
-                                                          'ocigpu-pull-cert': tls.sha256})
+    doc = tagged(server, tls)
     log = ocigpu_pull.Log(str(tmp_path / 'pull.log'))
     started = []
     rc, _t = ocigpu_pull.pull(opts_for(tmp_path), log, fetch_imds=lambda url: doc,
