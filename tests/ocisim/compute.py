@@ -8,7 +8,7 @@ import threading
 
 from . import network, workrequests
 from .catalog import DEFAULT_CAPACITY, SHAPES_BY_NAME
-from .core import OciError, conflict, invalid, not_found, paginate, public, rfc3339
+from .core import OciError, conflict, invalid, missing, not_found, paginate, public, rfc3339
 from .resources import (apply_tags_and_name, base, compartment, get_reply, in_compartment, list_reply, owned,
                         required)
 from .web import Reply
@@ -112,6 +112,38 @@ def list_shapes(ctx):
     shapes = sorted(shapes, key=lambda s: s["shape"])
     chunk, nxt = paginate(shapes, ctx.query)
     return Reply(200, [{k: v for k, v in s.items() if v is not None} for s in chunk], {"opc-next-page": nxt})
+
+
+def create_compute_capacity_report(ctx):
+    """CreateComputeCapacityReport: a POST that changes nothing.  Each asked shape gets the hosts the
+    capacity model has left in the availability domain (Capacity.available); a shape without a
+    capacity entry is AVAILABLE with no count, an unknown shape HARDWARE_NOT_SUPPORTED."""
+    body = ctx.body
+    required(body, "compartmentId", "availabilityDomain")
+    compartment(ctx, body["compartmentId"])
+    ad = body["availabilityDomain"]
+    if ad not in ctx.sim.availability_domains:
+        raise invalid("Invalid availability domain: {0}".format(ad))
+    wanted = body.get("shapeAvailabilities")
+    if not wanted or not isinstance(wanted, list):
+        raise missing("shapeAvailabilities")
+    report = []
+    for item in wanted:
+        required(item, "instanceShape")
+        shape = item["instanceShape"]
+        config = item.get("instanceShapeConfig") or None
+        entry = {"instanceShape": shape, "faultDomain": item.get("faultDomain"), "instanceShapeConfig": config}
+        if shape not in SHAPES_BY_NAME:
+            entry.update(availabilityStatus="HARDWARE_NOT_SUPPORTED", availableCount=0)
+        else:
+            if config:
+                shape_config(shape, {"ocpus": config.get("ocpus"), "memoryInGBs": config.get("memoryInGBs")})
+            hosts = ctx.sim.capacity.available(ad, shape)
+            entry.update(availabilityStatus="OUT_OF_HOST_CAPACITY" if hosts == 0 else "AVAILABLE",
+                         availableCount=hosts)
+        report.append({k: v for k, v in entry.items() if v is not None})
+    return Reply(200, {"compartmentId": body["compartmentId"], "availabilityDomain": ad,
+                       "shapeAvailabilities": report, "timeCreated": ctx.store.stamp()})
 
 
 # ---------------------------------------------------------------- instances
@@ -529,6 +561,7 @@ def register(router):
     router.add("GET", "/images", list_images)
     router.add("GET", "/images/{imageId}", get_image)
     router.add("GET", "/shapes", list_shapes)
+    router.add("POST", "/computeCapacityReports", create_compute_capacity_report)
     router.add("POST", "/instances", launch_instance)
     router.add("GET", "/instances", list_instances)
     router.add("GET", "/instances/{instanceId}", get_instance)

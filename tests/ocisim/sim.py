@@ -12,7 +12,7 @@ import os
 import subprocess
 import threading
 
-from . import admin, auth, compute, identity, imds, management, network, seed, workrequests
+from . import admin, auth, compute, identity, imds, limits, management, network, seed, workrequests
 from .catalog import IMAGES, ad_count, services
 from .core import DEFAULT_DURATIONS, KINDS, Clock, OciError, OcidFactory, Store, not_found, public
 from .faults import Calls, Faults
@@ -72,7 +72,7 @@ class Simulator:
         self._seed = seed
         self._ad_count = availability_domains or ad_count(region)
         self.router = Router()
-        for module in (network, compute, management, identity, workrequests):
+        for module in (network, compute, management, identity, workrequests, limits):
             module.register(self.router)
         self.faults = Faults()
         self.calls = Calls()
@@ -80,6 +80,7 @@ class Simulator:
         self.key = auth.generate_key()
         self._base_durations = dict(DEFAULT_DURATIONS, **(durations or {}))
         self.capacity = compute.Capacity(self)
+        self.limits = limits.Limits(self)
         self.state = StateView(self)
         self.hooks = []
         self._hook_command = None
@@ -120,6 +121,7 @@ class Simulator:
             "{0}:{1}-AD-{2}".format(prefix, self.region.upper(), n + 1): self.ocids.new("availabilitydomain")
             for n in range(self._ad_count)}
         self.capacity.reset()
+        self.limits.reset()
         self.services_by_id = {}
         for item in services(self.region):
             sid = self.ocids.new("service")
@@ -183,6 +185,12 @@ class Simulator:
         if unknown:
             raise KeyError("unknown durations: {0}".format(", ".join(sorted(unknown))))
         self.durations.update({k: float(v) for k, v in durations.items()})
+
+    def set_limit(self, limit_name, value, availability_domain=None):
+        """Set a compute service limit (a shape's quotaNames entry, e.g. the GPU count of a GPU shape) in
+        one availability domain or in every one; GetResourceAvailability answers it less what live
+        instances use.  value=None: the limit has no value (GetResourceAvailability answers 404)."""
+        self.limits.set(limit_name, value, availability_domain)
 
     def on_instance(self, hook):
         """Register hook(event, instance, vnics): event is 'launch' when an instance is created

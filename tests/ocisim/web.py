@@ -17,11 +17,12 @@ LOG = logging.getLogger("ocisim")
 
 
 class Route:
-    def __init__(self, method, template, handler, signed=True):
+    def __init__(self, method, template, handler, signed=True, version=API_VERSION):
         self.method = method
         self.template = template
         self.handler = handler
         self.signed = signed
+        self.version = version if signed else None
         self.key = "{0} {1}".format(method, template)
         pattern = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", re.escape(template).replace(r"\{", "{").replace(r"\}", "}"))
         self.regex = re.compile("^" + pattern + "$")
@@ -29,21 +30,24 @@ class Route:
 
 class Router:
     """method + path template -> handler.  Templates are relative to the API version prefix for
-    signed API routes, absolute for the unsigned ones (/_imds, /_admin)."""
+    signed API routes (/20160918, or the version a service's route names, e.g. /20190729 for
+    Limits), absolute for the unsigned ones (/_imds, /_admin)."""
 
     def __init__(self):
         self.routes = []
 
-    def add(self, method, template, handler, signed=True):
-        self.routes.append(Route(method, template, handler, signed))
+    def add(self, method, template, handler, signed=True, version=API_VERSION):
+        self.routes.append(Route(method, template, handler, signed, version))
 
     def match(self, method, path):
         """Return (route, params) or (None, allowed) where allowed tells whether the path exists."""
         path_exists = False
-        api_path = path[len(API_VERSION):] if path.startswith(API_VERSION + "/") else None
         for route in self.routes:
-            target = api_path if route.signed else path
-            if target is None:
+            if not route.signed:
+                target = path
+            elif path.startswith(route.version + "/"):
+                target = path[len(route.version):]
+            else:
                 continue
             found = route.regex.match(target)
             if found:

@@ -377,6 +377,28 @@ def test_identity_routes(api, ocisim):
     assert "ap-osaka-1" in {r.name for r in regions}
 
 
+def test_capacity_report_and_limits_routes(api, ocisim):
+    """The two reads the preflight asks before anything is created: the capacity report (a POST that
+    stores nothing) and the Limits service's resource availability (API version /20190729)."""
+    details = core.CreateComputeCapacityReportDetails(
+        compartment_id=ocisim.tenancy_id, availability_domain=api.ad, shape_availabilities=[
+            core.CreateCapacityReportShapeAvailabilityDetails(instance_shape="BM.GPU4.8"),
+            core.CreateCapacityReportShapeAvailabilityDetails(
+                instance_shape="VM.Standard.E5.Flex",
+                instance_shape_config=core.CapacityReportInstanceShapeConfig(ocpus=2, memory_in_gbs=16))])
+    report = api.check(api.compute.create_compute_capacity_report(details), "ComputeCapacityReport",
+                       core.ComputeCapacityReport)
+    gpu, flex = report.shape_availabilities
+    assert (gpu.instance_shape, gpu.available_count, gpu.availability_status) == ("BM.GPU4.8", 64, "AVAILABLE")
+    assert flex.available_count is None and flex.instance_shape_config.ocpus == 2
+    limits = oci.limits.LimitsClient(oci.config.from_file(ocisim.config_file, ocisim.profile),
+                                     service_endpoint=ocisim.endpoint)
+    available = api.check(limits.get_resource_availability("compute", "gpu-bm-gpu4-8-count", api.comp,
+                                                           availability_domain=api.ad),
+                          "ResourceAvailability", oci.limits.models.ResourceAvailability)
+    assert (available.available, available.used) == (512, 0)
+
+
 def test_every_route_was_exercised(ocisim, request):
     """Runs last in this module (pytest keeps file order): the tests above covered every route."""
     here = [i for i in request.session.items if i.module is request.module and i.name != request.node.name]
