@@ -1,0 +1,307 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The preflight (issue 16, part 1): each bad plan of the issue is refused with 0 mutating calls and
+every problem named in one message; a good plan passes; capacity and service limits come from OCI's
+capacity report and the Limits service, as the simulator serves them.
+
+Mutating calls are the POST, PUT and DELETE requests the simulator received, less the capacity
+report's POST /computeCapacityReports: OCI spells that read as a POST, and it creates nothing (the
+simulator stores nothing for it; test_the_capacity_report_is_the_only_post checks both)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _preflight
+from ansible_collections.ocigpu.cluster.plugins.modules import preflight
+
+GPU_IMAGE = 'Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0'
+CAPACITY_REPORT = 'POST /computeCapacityReports'
+GPU4_LIMIT = 'gpu-bm-gpu4-8-count'  # the simulator's quotaNames entry of BM.GPU4.8 (OCI names it gpu4-count)
+
+
+def mutations(sim):
+    return sum(sim.calls.count(p) for p in ('POST *', 'PUT *', 'DELETE *')) - sim.calls[CAPACITY_REPORT]
+
+
+def warnings(result):
+    """The warnings' texts (ansible-core 2.19 returns each as a dict with its event)."""
+    return [w if isinstance(w, str) else w['event']['msg'] for w in result.get('warnings', [])]
+
+
+def private_key_text():
+    return ed25519.Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()).decode('ascii')
+
+
+@pytest.fixture
+def plan(ocisim, ssh_key):
+    """A good plan: the cluster vars' defaults with two BM.GPU4.8 nodes on a cluster network."""
+    return dict(cluster_name='c1', compartment_id=ocisim.compartment_id, bastion_shape='VM.Standard.E5.Flex',
+                bastion_ocpus=2, bastion_memory_gb=16, bastion_image_os='Oracle Linux', bastion_image_os_version='9',
+                gpu_shape='BM.GPU4.8', gpu_image_name=GPU_IMAGE, gpu_node_count=2, gpu_boot_volume_gb=200,
+                ssh_authorized_keys=[ssh_key])
+
+
+@pytest.fixture
+def check(run, ocisim, plan):
+    """Run the preflight on the plan with some variables changed; assert it read only."""
+    def _check(fail=False, check_mode=False, **changes):
+        args = dict(plan, **changes)
+        args = dict((k, v) for k, v in args.items() if v is not None)
+        ocisim.calls.reset()
+        result = run(preflight, args, check=check_mode, fail=fail)
+        print(result.get('msg') or result['problems'])
+        assert mutations(ocisim) == 0, ocisim.calls.as_dict()
+        assert not result['changed']
+        return result
+    return _check
+
+
+def test_a_good_plan_passes_and_reports_what_oci_said(check, ocisim):
+    result = check()
+    assert result['problems'] == [] and result['skipped'] == []
+    checks = result['checks']
+    ad = sorted(ocisim.availability_domains)[0]
+    assert checks['availability_domain'] == ad
+    assert checks['bastion']['image']['display_name'] == 'Oracle-Linux-9.6-2025.10.23-0'
+    assert checks['bastion']['exists'] is False
+    assert checks['gpu']['image']['display_name'] == GPU_IMAGE
+    assert checks['gpu']['kind'] == 'cluster_network' and checks['gpu']['new'] == 2 and checks['gpu']['existing'] == 0
+    assert checks['ssh_keys'] == 1
+    gpu = [c for c in checks['capacity'] if c['shape'] == 'BM.GPU4.8'][0]
+    assert (gpu['available_count'], gpu['availability_status'], gpu['new']) == (64, 'AVAILABLE', 2)
+    limits = dict((c['limit'], c) for c in checks['limits'])
+    assert limits[GPU4_LIMIT]['needed'] == 16 and limits[GPU4_LIMIT]['available'] == 512
+    assert limits['standard-e5-core-count']['needed'] == 2 and limits['standard-e5-memory-count']['needed'] == 16
+    assert ocisim.calls[CAPACITY_REPORT] == 1
+    assert ocisim.calls['GET /services/{serviceName}/limits/{limitName}/resourceAvailability'] == 3
+
+
+def test_check_mode_runs_the_same_checks(check, ocisim):
+    good = check(check_mode=True)
+    assert good['problems'] == [] and good['checks']['capacity']
+    bad = check(check_mode=True, fail=True, gpu_boot_volume_gb=10)
+    assert bad['problems'] == ['gpu_boot_volume_gb: 10 GB; OCI boot volumes are 50 to 32768 GB (32 TB)']
+
+
+def test_the_capacity_report_is_the_only_post(check, ocisim):
+    before = dict((kind, len(getattr(ocisim.state, kind))) for kind in
+                  ('instances', 'vcns', 'subnets', 'instance_configurations', 'cluster_networks', 'work_requests'))
+    check()
+    assert sum(ocisim.calls.count(p) for p in ('POST *', 'PUT *', 'DELETE *')) == ocisim.calls[CAPACITY_REPORT] == 1
+    after = dict((kind, len(getattr(ocisim.state, kind))) for kind in before)
+    assert after == before
+
+
+def _user_data_file(tmp_path, size):
+    path = tmp_path / 'cloud-init.sh'
+    path.write_bytes(b'#!/bin/sh\n' + b'x' * size)
+    return str(path)
+
+
+# Each bad input of the issue: (plan changes, the variable the problem names, text in the problem).
+CASES = {
+    'unknown gpu_shape': (dict(gpu_shape='BM.GPU.X9000.8'), 'gpu_shape', 'unknown to this collection'),
+    'unknown gpu image': (dict(gpu_image_name='Oracle-Linux-6-GPU'), 'gpu_image_name', 'no available image'),
+    'boot volume 10': (dict(gpu_boot_volume_gb=10), 'gpu_boot_volume_gb', '50 to 32768'),
+    'boot volume 40000': (dict(gpu_boot_volume_gb=40000), 'gpu_boot_volume_gb', '50 to 32768'),
+    'user data over 32 KB': ('user_data', 'gpu_user_data_file', 'OCI takes at most 32000'),
+    'wrong availability domain': (dict(availability_domain='Abcd:AP-TOKYO-1-AD-9'), 'availability_domain',
+                                  'is not an availability domain'),
+    'unknown bastion_shape': (dict(bastion_shape='VM.Standard.X9.Flex'), 'bastion_shape', "not in the collection's shape table"),
+    'GPU shape as bastion': (dict(bastion_shape='VM.GPU.A10.1'), 'bastion_shape', 'CPU VM shape'),
+    'key file holding no key': ('no_key_file', 'ssh_public_key_file', 'holds no OpenSSH public key'),
+    'private key file': ('private_key_file', 'ssh_public_key_file', 'PRIVATE key'),
+    'private key in the list': ('private_key_list', 'ssh_authorized_keys[0]', 'PRIVATE key'),
+    'no key at all': (dict(ssh_authorized_keys=[]), 'ssh_authorized_keys', 'no SSH public key'),
+    'flex ocpus -1': (dict(bastion_ocpus=-1), 'bastion_ocpus', 'positive number of OCPUs'),
+    'flex ocpus 500': (dict(bastion_ocpus=500), 'bastion_ocpus', '500; VM.Standard.E5.Flex takes 1 to 94 OCPUs'),
+    'flex memory per ocpu': (dict(bastion_memory_gb=200), 'bastion_memory_gb', 'GB per OCPU'),
+    'GPU-only image on a non-GPU shape': (dict(gpu_shape='VM.Standard.E5.Flex'), 'gpu_image_name',
+                                          'does not run on VM.Standard.E5.Flex'),
+    'non-RDMA shape on a cluster network': (dict(gpu_shape='VM.GPU.A10.1'), 'gpu_shape', 'cannot join an RDMA cluster network'),
+    'node count 10000': (dict(gpu_node_count=10000), 'gpu_node_count', "capacity report shows 64 available"),
+    'node count 65 beyond capacity': (dict(gpu_node_count=65), 'gpu_node_count', "capacity report shows 64 available"),
+    'node count 0 without autoscaling': (dict(gpu_node_count=0), 'gpu_node_count', 'at least 1'),
+    'autoscaling with single mode': (dict(autoscaling=True, gpu_cluster_mode='single'), 'gpu_cluster_mode', 'autoscaling takes'),
+    'autoscaling with a user data file': ('autoscaling_user_data', 'gpu_user_data_file', 'not with autoscaling'),
+}
+
+
+def _changes(kind, tmp_path):
+    if isinstance(kind, dict):
+        return kind
+    if kind == 'user_data':
+        return dict(gpu_user_data_file=_user_data_file(tmp_path, 24001))
+    if kind == 'autoscaling_user_data':
+        return dict(autoscaling=True, gpu_user_data_file=_user_data_file(tmp_path, 100))
+    if kind == 'no_key_file':
+        path = tmp_path / 'id_ed25519.pub'
+        path.write_text('this file was meant to hold my key\n')
+        return dict(ssh_authorized_keys=[], ssh_public_key_file=str(path))
+    if kind == 'private_key_file':
+        path = tmp_path / 'id_ed25519'
+        path.write_text(private_key_text())
+        return dict(ssh_authorized_keys=[], ssh_public_key_file=str(path))
+    return dict(ssh_authorized_keys=[private_key_text()])
+
+
+@pytest.mark.parametrize('name', sorted(CASES))
+def test_bad_plan_is_refused_before_any_mutation(name, check, tmp_path):
+    kind, option, text = CASES[name]
+    result = check(fail=True, **_changes(kind, tmp_path))
+    named = [p for p in result['problems'] if p.startswith(option + ':') or p.startswith(option + ' (')]
+    assert named and any(text in p for p in named), result['problems']
+    assert all(p in result['msg'] for p in result['problems'])
+
+
+def test_node_count_10000_is_beyond_capacity_and_limit(check):
+    result = check(fail=True, gpu_node_count=10000)
+    assert len(result['problems']) == 2, result['problems']
+    capacity, limit = result['problems']
+    assert '10000 new BM.GPU4.8 node(s)' in capacity and '64 available there (AVAILABLE)' in capacity
+    assert ('need 80000 GPUs of the service limit %s' % GPU4_LIMIT) in limit and 'reports 512 available' in limit
+
+
+def test_a_private_key_is_never_repeated(check, tmp_path):
+    key = private_key_text()
+    path = tmp_path / 'id_ed25519'
+    path.write_text(key)
+    result = check(fail=True, ssh_authorized_keys=[key], ssh_public_key_file=str(path))
+    body = ''.join(key.strip().splitlines()[1:-1])
+    text = json.dumps(result)
+    assert body[:40] not in text and body[-40:] not in text
+    assert len([p for p in result['problems'] if 'PRIVATE key' in p]) == 2
+
+
+@pytest.mark.parametrize('text, wanted', [
+    ('', 'holds no key'),
+    ('# my key\n', 'only comments'),
+    ('---- BEGIN SSH2 PUBLIC KEY ----\nAAAA\n---- END SSH2 PUBLIC KEY ----', 'ssh-keygen -i'),
+    ('ssh-rsa not-base64!!', 'not valid base64'),
+    ('ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIBdU9qg2T2Ew6rWq7cW9nP5a0dXq3w1mC0p9QoFv2oKk', 'key data says ssh-ed25519'),
+    ('PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none', 'PRIVATE key'),
+])
+def test_key_problems(text, wanted):
+    assert wanted in _preflight.key_problem(text)
+
+
+def test_two_keys_in_one_entry_are_named(ssh_key):
+    assert 'holds 2 lines' in _preflight.key_problem(ssh_key + '\n' + ssh_key)
+    assert _preflight.key_problem('# laptop\n' + ssh_key + '\n') is None
+
+
+def test_every_problem_of_a_plan_is_listed_in_one_message(check, tmp_path):
+    result = check(fail=True, gpu_shape='BM.GPU.X9000.8', gpu_image_name='nope', gpu_boot_volume_gb=40000,
+                   gpu_user_data_file=_user_data_file(tmp_path, 30000), bastion_shape='VM.Standard.X9.Flex',
+                   availability_domain='Abcd:AP-TOKYO-1-AD-9', ssh_authorized_keys=['hello', private_key_text()])
+    options = [p.split(':')[0] for p in result['problems']]
+    assert options == ['bastion_shape', 'gpu_shape', 'gpu_boot_volume_gb', 'gpu_user_data_file',
+                       'ssh_authorized_keys[0]', 'ssh_authorized_keys[1]', 'availability_domain', 'gpu_image_name']
+    assert result['msg'].startswith('preflight: 8 problems in the cluster plan, found before anything was created: (1) ')
+    for n, problem in enumerate(result['problems'], 1):
+        assert '(%d) %s' % (n, problem) in result['msg']
+    assert result['skipped'] == ['capacity and limits: not checked without a valid availability domain']
+
+
+def test_an_unknown_image_is_named_with_the_newest_gpu_images(check):
+    result = check(fail=True, gpu_image_name='Oracle-Linux-9.6-GPU')
+    assert result['problems'] == [
+        "gpu_image_name: no available image is named 'Oracle-Linux-9.6-GPU' in the compartment or among the platform "
+        "images; the newest images for BM.GPU4.8: Canonical-Ubuntu-22.04-Gen2-GPU-2025.10.31-0, " + GPU_IMAGE +
+        ", Oracle-Linux-9.5-Gen2-GPU-2025.06.17-0"]
+
+
+def test_a_boot_volume_smaller_than_the_image_is_refused(check):
+    result = check(fail=True, gpu_boot_volume_gb=50)
+    assert result['problems'] == ['gpu_boot_volume_gb: 50 GB is smaller than the image %s (55000 MB); a boot volume '
+                                  'must hold its image' % GPU_IMAGE]
+
+
+def test_an_unknown_compartment_is_one_problem(check):
+    result = check(fail=True, compartment_id='ocid1.compartment.oc1..nope')
+    assert [p.split(':')[0] for p in result['problems']] == ['compartment_id']
+    assert '404' in result['problems'][0]
+
+
+# Capacity and limits -------------------------------------------------------------------------------------
+
+def test_a_plan_larger_than_capacity_is_refused_with_what_oci_reports(check, ocisim):
+    ocisim.capacity.set('BM.GPU4.8', 3)
+    result = check(fail=True, gpu_node_count=4)
+    assert result['problems'] == [
+        "gpu_node_count: 4 new BM.GPU4.8 node(s) wanted in %s (4 planned, 0 exist), but OCI's capacity report shows "
+        "3 available there (AVAILABLE)" % sorted(ocisim.availability_domains)[0]]
+    ocisim.capacity.set('BM.GPU4.8', 0)
+    result = check(fail=True, gpu_node_count=4)
+    assert "shows 0 available there (OUT_OF_HOST_CAPACITY)" in result['problems'][0]
+
+
+def test_with_enough_capacity_it_passes(check, ocisim):
+    ocisim.capacity.set('BM.GPU4.8', 4)
+    result = check(gpu_node_count=4)
+    assert result['checks']['capacity'][-1]['available_count'] == 4
+
+
+def test_nodes_the_cluster_has_are_not_counted_twice(check, ocisim):
+    """A re-run, or a resize from 2 to 4 nodes, needs only the 2 new ones."""
+    ad = sorted(ocisim.availability_domains)[0]
+    ocisim.capacity.set('BM.GPU4.8', 4)
+    ocisim.seed_instances(2, compartments=[ocisim.compartment_id], shape='BM.GPU4.8', availability_domain=ad,
+                          freeform_tags={'ocigpu-cluster': 'c1', 'ocigpu-role': 'gpu'})
+    ocisim.seed_instances(1, compartments=[ocisim.compartment_id], shape='VM.Standard.E5.Flex', availability_domain=ad,
+                          freeform_tags={'ocigpu-cluster': 'c1', 'ocigpu-role': 'bastion'})
+    result = check(gpu_node_count=4)
+    assert result['checks']['gpu']['existing'] == 2 and result['checks']['gpu']['new'] == 2
+    assert result['checks']['bastion']['exists'] is True
+    assert [c['shape'] for c in result['checks']['capacity']] == ['BM.GPU4.8']
+    assert result['checks']['capacity'][0]['available_count'] == 2
+    refused = check(fail=True, gpu_node_count=5)
+    assert '3 new BM.GPU4.8 node(s) wanted' in refused['problems'][0] and '(5 planned, 2 exist)' in refused['problems'][0]
+
+
+def test_a_plan_beyond_the_service_limit_is_refused(check, ocisim):
+    ocisim.set_limit(GPU4_LIMIT, 16)
+    result = check(fail=True, gpu_node_count=4)
+    assert result['problems'] == [
+        "gpu_node_count: 4 new BM.GPU4.8 node(s) need 32 GPUs of the service limit %s in %s; OCI's Limits service "
+        "reports 16 available (0 used in the compartment): ask for a limit increase or plan less"
+        % (GPU4_LIMIT, sorted(ocisim.availability_domains)[0])]
+    check(gpu_node_count=2)
+
+
+def test_the_bastion_counts_against_its_core_limit(check, ocisim):
+    ocisim.set_limit('standard-e5-core-count', 1)
+    result = check(fail=True)
+    assert [p.split(':')[0] for p in result['problems']] == ['bastion_ocpus']
+    assert 'need 2 OCPUs of the service limit standard-e5-core-count' in result['problems'][0]
+
+
+def test_autoscaling_counts_the_peak_against_limits_and_warns_on_capacity(check, ocisim):
+    ocisim.set_limit(GPU4_LIMIT, 32)
+    result = check(fail=True, autoscaling=True, gpu_node_count=0, autoscaling_max_nodes=8)
+    assert len(result['problems']) == 1 and '(with autoscaling_max_nodes 8)' in result['problems'][0]
+    ocisim.set_limit(GPU4_LIMIT, 64)
+    ocisim.capacity.set('BM.GPU4.8', 2)
+    result = check(autoscaling=True, gpu_node_count=0, autoscaling_max_nodes=8)
+    assert any('on-demand nodes may wait for capacity' in w for w in warnings(result))
+
+
+def test_reads_oci_refuses_are_skipped_not_problems(check, ocisim):
+    ocisim.set_limit(GPU4_LIMIT, None)
+    ocisim.faults.add(route=CAPACITY_REPORT, status=404, code='NotAuthorizedOrNotFound', message='no permission')
+    result = check()
+    assert result['problems'] == []
+    assert len(result['skipped']) == 2
+    assert result['skipped'][0].startswith('capacity: OCI did not answer the compute capacity report (404')
+    assert result['skipped'][1] == 'limit %s: OCI gives no resource availability for it (404 NotAuthorizedOrNotFound)' % GPU4_LIMIT
+    assert all(s in warnings(result) for s in result['skipped'])
+
+
+def test_an_api_error_is_an_error(check, ocisim):
+    ocisim.faults.add(route='GET /shapes', status=500)
+    result = check(fail=True, api_retries=1)
+    assert result['msg'].startswith('OCI API error') and result['status'] == 500
