@@ -58,7 +58,7 @@ wheels=$OCIGPU_CACHE/demo-wheels-cp313
 if [ ! -s "$wheels/.done" ]; then
   log "downloading the wheels for the stand-ins (Python 3.13) into $wheels"
   mkdir -p "$wheels"
-  pip download -q --no-warn-script-location -d "$wheels" --only-binary=:all: --python-version 3.13 --implementation cp --abi cp313 --abi abi3 \
+  pip download -q -d "$wheels" --only-binary=:all: --python-version 3.13 --implementation cp --abi cp313 --abi abi3 \
     --abi none --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     --platform any oci==2.189.0 ansible-core==2.19.14
   date > "$wheels/.done"
