@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from ansible.module_utils import _internal as ansible_internal
+from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -20,6 +22,10 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 def run(ocisim, monkeypatch, capsys):
     monkeypatch.setattr(_oci.CLOCK, 'sleep', ocisim.clock.sleep)
     monkeypatch.setattr(_oci.CLOCK, 'monotonic', ocisim.clock.now)
+    # A module's warn() returns its warnings with the result only on the module side: once another
+    # test has loaded controller code in this process (the inventory and filter tests do),
+    # is_controller is True and the warnings go to the controller's display instead.
+    monkeypatch.setattr(ansible_internal, 'is_controller', False)
 
     def _run(module, args, check=False, diff=False, fail=False):
         full = dict(ocisim.auth_args(), **args)
@@ -28,6 +34,7 @@ def run(ocisim, monkeypatch, capsys):
         if diff:
             full['_ansible_diff'] = True
         capsys.readouterr()
+        ansible_warnings._global_warnings.clear()
         with patch_module_args(full):
             with pytest.raises(SystemExit):
                 module.main()
