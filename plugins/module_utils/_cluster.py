@@ -109,6 +109,19 @@ class ClusterOps(object):
         self._wait_work_request(response, 'update of cluster network %s' % res.id)
         return self.wait_running(res.id)
 
+    def detach(self, res, instance_id, decrement=True):
+        """Take one chosen instance out of the cluster network and terminate it (DetachInstancePoolInstance
+        with isAutoTerminate): with decrement the pool's size drops by one, else the pool launches a
+        replacement. Always waits: the pool takes no other change while it scales."""
+        details = M.DetachInstancePoolInstanceDetails(instance_id=instance_id, is_decrement_size=decrement,
+                                                      is_auto_terminate=True)
+        response = self.session.create(self.cm.detach_instance_pool_instance,
+                                              pool_facts(res)['instance_pool_id'], details)
+        what = '%s of instance %s from cluster network %s' % ('removal' if decrement else 'replacement',
+                                                              instance_id, res.id)
+        self._wait_work_request(response, what)
+        return self.wait_running(res.id)
+
     def terminate(self, cluster_network_id, wait=True):
         current = self.session.get_or_none(self.cm.get_cluster_network, cluster_network_id)
         if current is None or current.lifecycle_state == 'TERMINATED':

@@ -15,7 +15,14 @@ description:
     RUNNING and returns the nodes with their IPs.
   - Found again by compartment, display name and the freeform tag C(ocigpu-cluster), so a re-run - also after
     an interrupted one - adopts the existing cluster network and never launches a second set of nodes.
-  - A changed O(node_count) or O(instance_configuration_id) updates the instance pool and waits.
+  - A changed O(node_count) or O(instance_configuration_id) updates the instance pool and waits. A larger
+    O(node_count) adds nodes. A smaller one must name the nodes that go in O(remove_nodes) - a plain size decrease
+    lets OCI choose which instances to terminate, so the module refuses it before any change.
+  - O(remove_nodes) and O(replace_nodes) take chosen nodes out of the cluster network, one at a time, with OCI's
+    DetachInstancePoolInstance and automatic termination - the first lowering the pool's size, the second keeping
+    it so that the pool launches a replacement from the instance configuration. A named node that is no longer a
+    member is skipped, so a re-run after an interrupted one finishes the job and then changes nothing. The module
+    does not drain Slurm; the C(provision.yml) playbook drains the nodes before it calls the module.
   - A failed work request (for example C(Out of host capacity.)) fails the task with OCI's message and the work
     request id; with O(cleanup_on_failure) the module first terminates what the request created, so nothing
     billable is left.
@@ -48,6 +55,20 @@ options:
       - Large clusters may need more (Oracle's HPC stack allows 30 minutes per 20 nodes).
     type: int
     default: 3600
+  remove_nodes:
+    description:
+      - Nodes to take out of the cluster network and terminate, lowering its size by one each - by display name,
+        instance OCID or private IP. O(node_count) must be what stays.
+    type: list
+    elements: str
+    default: []
+  replace_nodes:
+    description:
+      - Nodes to terminate and have replaced by new ones from the instance configuration (a failed node, by name),
+        by display name, instance OCID or private IP. The size stays; the replacement gets a new name and address.
+    type: list
+    elements: str
+    default: []
   cleanup_on_failure:
     description: When a create fails, terminate what it made before failing the task.
     type: bool
@@ -76,6 +97,16 @@ EXAMPLES = r"""
     availability_domain: "{{ ad_name }}"
     subnet_id: "{{ net.network.private_subnet_id }}"
   register: cn
+
+- name: Shrink to one node, choosing the node that goes (drain it in Slurm first)
+  ocigpu.cluster.cluster_network:
+    cluster_name: gpu1
+    compartment_id: "{{ compartment_ocid }}"
+    instance_configuration_id: "{{ template.instance_configuration.id }}"
+    node_count: 1
+    remove_nodes: [inst-wdwdu-gpu1-cn-pool]
+    availability_domain: "{{ ad_name }}"
+    subnet_id: "{{ net.network.private_subnet_id }}"
 
 - name: Terminate the cluster network and its nodes
   ocigpu.cluster.cluster_network:
@@ -110,6 +141,16 @@ cluster_network:
         fault_domain: {description: Fault domain., type: str}
         private_ip: {description: Private IP., type: str}
         hostname_label: {description: Host name., type: str}
+removed_nodes:
+  description: Display names of the nodes this run took out of the cluster network (O(remove_nodes)).
+  returned: success with O(state=present)
+  type: list
+  elements: str
+replaced_nodes:
+  description: Display names of the nodes this run had replaced (O(replace_nodes)).
+  returned: success with O(state=present)
+  type: list
+  elements: str
 work_request_id:
   description: The last work request the module waited on.
   returned: when a work request ran
@@ -132,6 +173,10 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     InputError, ResourceModule, current_with_tags, pick_tagged)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitFailed
+
+
+def pool_size(res):
+    return _cluster.pool_facts(res)['node_count'] or 0
 
 
 class ClusterNetwork(ResourceModule):
@@ -175,14 +220,61 @@ class ClusterNetwork(ResourceModule):
     def current(self, res):
         have = current_with_tags(res, self.desired())
         have.update(_cluster.pool_facts(res))
+        if have['node_count'] is not None:
+            have['node_count'] -= self.detached  # check mode: the nodes removal would take
         return have
 
     def present(self, res):
         if res is not None and res.lifecycle_state in ('PROVISIONING', 'SCALING', 'STARTING') and self.params['wait']:
-            # Adopt a cluster network a previous, interrupted run left on its way up.
+            # Adopt a cluster network a previous, interrupted run left on its way up (or scaling).
             if not self.check_mode:
                 res = self.ops.wait_running(res.id)
+        if res is not None:
+            res = self.leave(res)
+        elif self.params['remove_nodes'] or self.params['replace_nodes']:
+            raise InputError('remove_nodes/replace_nodes: cluster network %s does not exist' % self.name)
         return super(ClusterNetwork, self).present(res)
+
+    def leave(self, res):
+        """Take the chosen nodes out (remove_nodes, replace_nodes): checked whole before the first detach."""
+        p = self.params
+        nodes = self.ops.nodes(res.id)
+        members = dict()
+        for node in nodes:
+            for key in (node['id'], node['display_name'], node.get('private_ip'), node.get('hostname_label')):
+                if key:
+                    members[key] = node
+        picked = dict(remove=[], replace=[])
+        for what in ('remove', 'replace'):
+            for ref in p[what + '_nodes']:
+                node = members.get(ref)
+                if node is not None and node not in picked[what]:
+                    picked[what].append(node)
+        both = [n['display_name'] for n in picked['remove'] if n in picked['replace']]
+        if both:
+            raise InputError('remove_nodes and replace_nodes both name %s' % ', '.join(both))
+        size = pool_size(res)
+        stays = size - len(picked['remove'])
+        if p['node_count'] is not None and p['node_count'] < stays:
+            keep = [n['display_name'] for n in nodes if n not in picked['remove']]
+            raise InputError(
+                'node_count: %d would take %d of the %d nodes of cluster network %s, and OCI would choose which; name '
+                'the nodes that go in remove_nodes (provision.yml drains them in Slurm first). Nodes: %s'
+                % (p['node_count'], stays - p['node_count'], stays, self.name, ', '.join(keep)))
+        self.removed_nodes = [n['display_name'] for n in picked['remove']]
+        self.replaced_nodes = [n['display_name'] for n in picked['replace']]
+        if not (self.removed_nodes or self.replaced_nodes):
+            return res
+        self.changed = True
+        self.detached = len(picked['remove'])
+        if self.check_mode:
+            return res
+        for node in picked['remove']:
+            res = self.ops.detach(res, node['id'], decrement=True)
+        for node in picked['replace']:
+            res = self.ops.detach(res, node['id'], decrement=False)
+        self.detached = 0
+        return res
 
     def create(self):
         try:
@@ -209,7 +301,10 @@ class ClusterNetwork(ResourceModule):
                     availability_domain=want['availability_domain'], subnet_id=want['subnet_id'], nodes=[])
 
     def execute(self):
+        self.removed_nodes, self.replaced_nodes, self.detached = [], [], 0
         result = super(ClusterNetwork, self).execute()
+        if self.params['state'] == 'present':
+            result.update(removed_nodes=self.removed_nodes, replaced_nodes=self.replaced_nodes)
         if self.ops.work_request_id:
             result['work_request_id'] = self.ops.work_request_id
         return result
@@ -222,6 +317,8 @@ def main():
         node_count=dict(type='int'),
         availability_domain=dict(type='str'),
         subnet_id=dict(type='str'),
+        remove_nodes=dict(type='list', elements='str', default=[]),
+        replace_nodes=dict(type='list', elements='str', default=[]),
         cleanup_on_failure=dict(type='bool', default=True),
     )).run()
 

@@ -532,6 +532,58 @@ def terminate_cluster_network(ctx):
     return Reply(204, headers={"opc-work-request-id": wr["id"]})
 
 
+def detach_instance_pool_instance(ctx):
+    """DetachInstancePoolInstance: one chosen instance leaves its pool (and so its cluster network).
+
+    isDecrementSize lowers the pool's size; without it the pool launches a replacement from its
+    instance configuration. isAutoTerminate terminates the instance; without it, it keeps running
+    outside the pool. The pool and its cluster network are SCALING until the work request ends."""
+    sim = ctx.sim
+    store = ctx.store
+    pool = owned(ctx, "instance_pools", ctx.params["instancePoolId"], "instance pool")
+    body = ctx.body
+    required(body, "instanceId")
+    cn = store.cluster_networks.get(pool["_cluster_network"] or "")
+    for holder, kind in ((pool, "Instance pool"), (cn, "Cluster network")):
+        if holder is not None and holder["lifecycleState"] != "RUNNING":
+            raise conflict("{0} {1} is {2}.".format(kind, holder["id"], holder["lifecycleState"]), "IncorrectState")
+    live = [i["id"] for i in live_members(store, pool) if i["lifecycleState"] not in compute.DEAD]
+    if body["instanceId"] not in live:
+        raise invalid("Instance {0} is not a member of instance pool {1}.".format(body["instanceId"], pool["id"]))
+    decrement = bool(body.get("isDecrementSize", True))
+    terminate = bool(body.get("isAutoTerminate", False))
+    instance = store.instances[body["instanceId"]]
+    if not decrement:
+        config = store.instance_configurations[pool["instanceConfigurationId"]]
+        ad = pool["placementConfigurations"][0]["availabilityDomain"]
+        if not sim.capacity.fits(ad, _launch_details(config).get("shape"), 1):
+            raise compute.out_of_capacity()
+    duration = sim.durations["cluster_network_scale"]
+    resources = [("instancepool", "IN_PROGRESS", pool["id"]), ("instance", "IN_PROGRESS", instance["id"])]
+    wr = workrequests.new(store, ctx.tenancy, pool["compartmentId"], "DetachInstancePoolInstance", resources, duration)
+    pool["_members"].remove(instance["id"])
+    instance["_pool"] = None
+    if terminate:
+        compute.start_termination(sim, instance, sim.durations["instance_terminate"])
+    pool["lifecycleState"] = "SCALING"
+    if cn is not None:
+        cn["lifecycleState"] = "SCALING"
+    if decrement:
+        pool["size"] = max(0, pool["size"] - 1)
+    else:
+        grow_pool(sim, pool, 1)
+
+    def done():
+        if pool["lifecycleState"] == "SCALING":
+            _pool_running(sim, pool)
+        if cn is not None and cn["lifecycleState"] == "SCALING":
+            cn["lifecycleState"] = "RUNNING"
+            cn["timeUpdated"] = rfc3339(store.now())
+        workrequests.succeed(store, wr, {pool["id"]: "UPDATED", instance["id"]: "DELETED" if terminate else "UPDATED"})
+    store.schedule(duration, done)
+    return Reply(202, headers={"opc-work-request-id": wr["id"]})
+
+
 def register(router):
     router.add("POST", "/instanceConfigurations", create_instance_configuration)
     router.add("GET", "/instanceConfigurations", list_instance_configurations)
@@ -546,6 +598,7 @@ def register(router):
     router.add("PUT", "/instancePools/{instancePoolId}", update_instance_pool)
     router.add("DELETE", "/instancePools/{instancePoolId}", terminate_instance_pool)
     router.add("GET", "/instancePools/{instancePoolId}/instances", list_instance_pool_instances)
+    router.add("POST", "/instancePools/{instancePoolId}/actions/detachInstance", detach_instance_pool_instance)
     router.add("POST", "/clusterNetworks", create_cluster_network)
     router.add("GET", "/clusterNetworks", list_cluster_networks)
     router.add("GET", "/clusterNetworks/{clusterNetworkId}", get_cluster_network)

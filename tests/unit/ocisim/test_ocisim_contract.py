@@ -347,6 +347,34 @@ def test_cluster_network_routes(api, ocisim):
     assert len(cm.list_cluster_network_instances(api.comp, cn.id).data) == 6
     assert api.wr.get_work_request(resp.headers["opc-work-request-id"]).data.status == "SUCCEEDED"
 
+    # A chosen node leaves: with isDecrementSize the size drops; without it the pool launches a replacement.
+    members = cm.list_cluster_network_instances(api.comp, cn.id).data
+    pool_id = cn.instance_pools[0].id
+    resp = cm.detach_instance_pool_instance(pool_id, core.DetachInstancePoolInstanceDetails(
+        instance_id=members[0].id, is_decrement_size=True, is_auto_terminate=True))
+    api.check(resp, None)
+    assert cm.get_cluster_network(cn.id).data.lifecycle_state == "SCALING"
+    with pytest.raises(oci.exceptions.ServiceError) as err:  # one change at a time
+        cm.detach_instance_pool_instance(pool_id, core.DetachInstancePoolInstanceDetails(instance_id=members[1].id))
+    assert err.value.status == 409
+    ocisim.wait_idle()
+    assert api.wr.get_work_request(resp.headers["opc-work-request-id"]).data.status == "SUCCEEDED"
+    now = cm.get_cluster_network(cn.id).data
+    assert now.lifecycle_state == "RUNNING" and now.instance_pools[0].size == 5
+    assert ocisim.state.instances[members[0].id]["lifecycleState"] == "TERMINATED"
+    after = {m.id for m in cm.list_cluster_network_instances(api.comp, cn.id).data}
+    assert after == {m.id for m in members[1:]}
+    cm.detach_instance_pool_instance(pool_id, core.DetachInstancePoolInstanceDetails(
+        instance_id=members[1].id, is_decrement_size=False, is_auto_terminate=True))
+    ocisim.wait_idle()
+    replaced = {m.id for m in cm.list_cluster_network_instances(api.comp, cn.id).data}
+    assert len(replaced) == 5 and members[1].id not in replaced and len(replaced - after) == 1
+    assert cm.get_cluster_network(cn.id).data.instance_pools[0].size == 5
+    with pytest.raises(oci.exceptions.ServiceError) as err:  # no longer a member
+        cm.detach_instance_pool_instance(pool_id, core.DetachInstancePoolInstanceDetails(instance_id=members[1].id))
+    assert err.value.status == 400
+    members = cm.list_cluster_network_instances(api.comp, cn.id).data
+
     resp = cm.terminate_cluster_network(cn.id)
     api.check(resp, None)
     assert cm.get_cluster_network(cn.id).data.lifecycle_state == "TERMINATING"

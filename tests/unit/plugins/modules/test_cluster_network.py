@@ -185,3 +185,72 @@ def test_eleven_429s_in_a_row_do_not_open_a_circuit_breaker(run, ocisim, base, c
     # The module's first call (reading the instance configuration) took all 11 throttles and its 12th attempt.
     assert ocisim.calls.count('GET /instanceConfigurations/*') == 12, ocisim.calls.as_dict()
     assert ocisim.calls['POST /clusterNetworks'] == 1 and len(live(ocisim, 'cluster_networks')) == 1
+
+
+def test_shrink_names_the_nodes_that_go_and_replace_keeps_the_size(run, ocisim, cn_args):
+    """Issue 16: a smaller node_count never lets OCI choose; the named nodes leave (DetachInstancePoolInstance
+    with a size decrement and termination), a replaced node's pool launches a new one; re-runs change nothing."""
+    cn = run(cluster_network, dict(cn_args, node_count=4))['cluster_network']
+    names = [n['display_name'] for n in cn['nodes']]
+    ocisim.calls.reset()
+    refused = run(cluster_network, dict(cn_args, node_count=2), fail=True)
+    assert 'would take 2 of the 4 nodes' in refused['msg'] and 'remove_nodes' in refused['msg']
+    assert all(n in refused['msg'] for n in names) and mutations(ocisim) == 0
+    refused = run(cluster_network, dict(cn_args, node_count=2, remove_nodes=[names[0]]), fail=True)
+    assert 'would take 1 of the 3 nodes' in refused['msg'] and mutations(ocisim) == 0
+    refused = run(cluster_network, dict(cn_args, node_count=3, remove_nodes=[names[0]], replace_nodes=[names[0]]),
+                  fail=True)
+    assert refused['msg'] == 'remove_nodes and replace_nodes both name %s' % names[0] and mutations(ocisim) == 0
+
+    going = [names[1], cn['nodes'][3]['private_ip']]  # by display name and by private IP
+    predicted = run(cluster_network, dict(cn_args, node_count=2, remove_nodes=going), check=True)
+    assert predicted['changed'] and predicted['removed_nodes'] == [names[1], names[3]] and mutations(ocisim) == 0
+    assert len(gpu_instances(ocisim)) == 4
+
+    shrunk = run(cluster_network, dict(cn_args, node_count=2, remove_nodes=going))
+    assert shrunk['changed'] and shrunk['removed_nodes'] == [names[1], names[3]]
+    assert [n['display_name'] for n in shrunk['cluster_network']['nodes']] == [names[0], names[2]]
+    assert shrunk['cluster_network']['node_count'] == 2
+    assert ocisim.calls['POST /instancePools/{instancePoolId}/actions/detachInstance'] == 2
+    assert ocisim.calls['PUT /clusterNetworks/{clusterNetworkId}'] == 0
+    ocisim.wait_idle()
+    assert sorted(i['displayName'] for i in gpu_instances(ocisim)) == [names[0], names[2]]
+
+    ocisim.calls.reset()
+    again = run(cluster_network, dict(cn_args, node_count=2, remove_nodes=going))
+    assert not again['changed'] and again['removed_nodes'] == [] and mutations(ocisim) == 0
+
+    replaced = run(cluster_network, dict(cn_args, node_count=2, replace_nodes=[cn['nodes'][0]['id']]))
+    assert replaced['changed'] and replaced['replaced_nodes'] == [names[0]]
+    now = [n['display_name'] for n in replaced['cluster_network']['nodes']]
+    assert len(now) == 2 and names[2] in now and names[0] not in now
+    ocisim.wait_idle()
+    assert len(gpu_instances(ocisim)) == 2
+    assert not run(cluster_network, dict(cn_args, node_count=2, replace_nodes=[cn['nodes'][0]['id']]))['changed']
+
+
+def test_an_interrupted_removal_is_finished_by_a_re_run(run, ocisim, cn_args, monkeypatch):
+    """Killed right after the detach was sent: the re-run waits for the scaling cluster network and sends
+    nothing more; the named node is gone and the size is what was asked."""
+    cn = run(cluster_network, dict(cn_args, node_count=3))['cluster_network']
+    gone = cn['nodes'][1]['display_name']
+
+    class Interrupted(Exception):
+        pass
+
+    def die(*_args, **_kwargs):
+        raise Interrupted()
+    from ansible_collections.ocigpu.cluster.plugins.module_utils import _waiters
+    monkeypatch.setattr(_waiters.Waiter, 'work_request', die)
+    with pytest.raises(Interrupted):
+        run(cluster_network, dict(cn_args, node_count=2, remove_nodes=[gone]))
+    monkeypatch.undo()
+    monkeypatch.setattr(_oci.CLOCK, 'sleep', ocisim.clock.sleep)
+    monkeypatch.setattr(_oci.CLOCK, 'monotonic', ocisim.clock.now)
+    assert ocisim.state.get(cn['id'])['lifecycleState'] == 'SCALING'
+    ocisim.calls.reset()
+    finished = run(cluster_network, dict(cn_args, node_count=2, remove_nodes=[gone]))
+    assert not finished['changed'] and finished['removed_nodes'] == []
+    assert finished['cluster_network']['node_count'] == 2 and finished['cluster_network']['lifecycle_state'] == 'RUNNING'
+    assert gone not in [n['display_name'] for n in finished['cluster_network']['nodes']]
+    assert mutations(ocisim) == 0
