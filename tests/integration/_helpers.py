@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import urllib.request
 
 import oci
 from cryptography.hazmat.primitives import serialization
@@ -27,9 +28,9 @@ def start_simulator(tmp_path):
     return proc, json.loads(proc.stdout.readline())
 
 
-def playbook(name, sim, tmp_path, check=False, **extra_vars):
-    """Run a playbook (a name under tests/integration/provision, or a path) against the simulator;
-    assert that it succeeded; its recap counts and its stdout."""
+def playbook_command(name, sim, tmp_path, check=False, **extra_vars):
+    """The command line and environment that run a playbook (a name under tests/integration/provision,
+    or a path) against the simulator."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'),
                OCI_CONFIG_FILE=sim['config_file'], OCI_CONFIG_PROFILE=sim['profile'], OCI_REGION=sim['region'],
                OCIGPU_SERVICE_ENDPOINT=sim['endpoint'], ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='0',
@@ -37,12 +38,40 @@ def playbook(name, sim, tmp_path, check=False, **extra_vars):
                ANSIBLE_CALLBACKS_ENABLED='ansible.posix.profile_tasks')
     cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', 'localhost,', os.path.join(PLAYBOOKS, name),
            '-e', json.dumps(dict(compartment_id=sim['compartment_id'], **extra_vars))] + (['--check'] if check else [])
+    return cmd, env
+
+
+def playbook(name, sim, tmp_path, check=False, fail=False, **extra_vars):
+    """Run a playbook against the simulator; assert that it succeeded (or failed, with fail=True); its
+    recap counts and its stdout."""
+    cmd, env = playbook_command(name, sim, tmp_path, check=check, **extra_vars)
     # cwd outside the checkout: the repository's ansible.cfg (callbacks, fact cache) stays out of it.
     out = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
     print(out.stdout[-4000:], out.stderr[-2000:])
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    if fail:
+        assert out.returncode != 0, out.stdout[-6000:]
+    else:
+        assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     recap = re.search(r'localhost\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)', out.stdout)
     return dict(ok=int(recap.group(1)), changed=int(recap.group(2)), failed=int(recap.group(4)), stdout=out.stdout)
+
+
+def admin(sim, method, path, body=None):
+    """The simulator's unsigned admin endpoint (/_admin/...): its JSON answer, or None."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(sim['endpoint'] + '/_admin' + path, data=data, method=method,
+                                 headers={'Content-Type': 'application/json'})
+    with urllib.request.urlopen(req, timeout=30) as resp:  # nosec: the local simulator
+        raw = resp.read()
+    return json.loads(raw) if raw else None
+
+
+def mutations(sim):
+    """POST, PUT and DELETE calls the simulator served since the last reset of its counters, less the
+    capacity report's POST (a read that OCI spells as a POST; it stores nothing)."""
+    calls = admin(sim, 'GET', '/calls')
+    return sum(n for route, n in calls.items() if route.split(' ')[0] in ('POST', 'PUT', 'DELETE')
+               and route != 'POST /computeCapacityReports')
 
 
 def ssh_public_key():
