@@ -144,7 +144,7 @@ for s in $STAGES; do
       fi ;;
     integration)
       if compgen -G 'tests/integration/test_*.py' >/dev/null; then
-        stage integration:pytest pytest -p no:cacheprovider tests/integration
+        stage integration:pytest pytest -p no:cacheprovider -n 2 tests/integration
       else
         log "LOUD SKIP: no integration tests exist yet (tests/integration/test_*.py)"
         summary+=("SKIP  integration (no tests yet)")
