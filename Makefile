@@ -1,10 +1,10 @@
 # Two commands for users; the rest are helpers they call.
 #   make demo   the whole flow against the local OCI simulator (no cloud account needed)
-#   make test   every test: lint, sanity, unit, molecule, integration
+#   make test   every test: lint, sanity, unit, molecule, integration, install-as-a-user, demos
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo demo-ondemand test venv lint sanity unit molecule integration build clean
+.PHONY: help demo demo-ondemand test venv lint sanity unit molecule integration install build clean
 
 help:
 	@echo "make demo   - rehearse the whole flow against the local OCI simulator"
@@ -31,7 +31,7 @@ test:
 venv:
 	bash tests/infra/venv.sh
 
-lint sanity unit molecule integration: venv
+lint sanity unit molecule integration install: venv
 	STAGES=$@ bash tests/make-test.sh
 
 build: venv

@@ -3,7 +3,7 @@
 # Every stage runs even when an earlier one failed, so one run shows all that is wrong;
 # the exit status is non-zero when any stage failed.
 #
-# Select stages with STAGES="lint sanity unit molecule integration" and molecule scenarios with
+# Select stages with STAGES="lint sanity unit molecule integration install demo" and molecule scenarios with
 # SCENARIOS="common firewall" (default: every folder under molecule/ with a molecule.yml);
 # MOLECULE_JOBS=N runs N scenarios at a time (default 3: most of a scenario's time is spent
 # waiting on systemd, apt and ssh, so three at once finish in about half the time of one by one).
@@ -11,7 +11,7 @@ set -uo pipefail
 . "$(dirname "$0")/infra/lib.sh"
 cd "$OCIGPU_ROOT" || exit 1
 
-STAGES=${STAGES:-setup images lint sanity unit molecule integration demo}
+STAGES=${STAGES:-setup images lint sanity unit molecule integration install demo}
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
 mkdir -p "$LOGDIR"
 rm -f "$LOGDIR/.molecule-retried" "$LOGDIR/.molecule-skipped"
@@ -149,6 +149,10 @@ for s in $STAGES; do
         log "LOUD SKIP: no integration tests exist yet (tests/integration/test_*.py)"
         summary+=("SKIP  integration (no tests yet)")
       fi ;;
+    install)
+      # The collection as a user gets it: its tarball installed into an empty collections path and
+      # a fresh venv, the playbooks and inventory plugin run from there, ansible-builder on it.
+      stage install:user bash tests/install/user-install.sh ;;
     demo)
       # The whole stack on the same nodes, over SSH through the bastion (what `make demo` shows).
       stage demo:whole-stack bash tests/demo/run.sh

@@ -116,7 +116,7 @@ class ClusterOps(object):
         details = M.DetachInstancePoolInstanceDetails(instance_id=instance_id, is_decrement_size=decrement,
                                                       is_auto_terminate=True)
         response = self.session.create(self.cm.detach_instance_pool_instance,
-                                              pool_facts(res)['instance_pool_id'], details)
+                                       pool_facts(res)['instance_pool_id'], details)
         what = '%s of instance %s from cluster network %s' % ('removal' if decrement else 'replacement',
                                                               instance_id, res.id)
         self._wait_work_request(response, what)

@@ -15,7 +15,10 @@
 #      firewall, left on); then `srun -N2 --container-image=<an image made here>` runs across both
 #      nodes, and the demo shows what the firewall lets through and what it refuses
 #      (configure runs twice: the re-run must change nothing)
-#   6. tear it down with playbooks/teardown.yml and check that nothing billable is left
+#   6. shrink to one node while a job runs on the node that goes: provision drains it in Slurm,
+#      waits for the job, and only then takes it out of the cluster network; configure --tags slurm
+#      then writes slurm.conf without it
+#   7. tear it down with playbooks/teardown.yml and check that nothing billable is left
 #
 # nvme_scratch is left out (the stand-ins have no NVMe disks; tests/infra/vm.sh tests it), and so
 # is NCCL validation (no GPUs). enroot and pyxis are the test stand-ins of tests/infra/artifacts:
@@ -160,7 +163,35 @@ probe bastion "$ip1" 9879; [ "$(cat "$work/probe.last")" = open ] || die "the ex
 probe bastion "$ip1" 8080; [ "$(cat "$work/probe.last")" = refused ] || die "port 8080 should stay closed to hosts outside the node's subnet"
 echo "   port 8080 on $node1 answers its own subnet and stays closed to the bastion's (undeclared port, public zone)"
 
-step "8. Tearing down, then checking that nothing billable is left"
+step "8. Shrinking to one node while a job runs on the node that goes"
+start=$(date +%s)
+slurm2=$(on_ctl scontrol show node --oneliner | awk -v ip="$ip2" '$0 ~ "NodeAddr=" ip " " { sub(/^NodeName=/, "", $1); print $1 }')
+[ -n "$slurm2" ] || die "no Slurm node has the address $ip2"
+# A 20-second job on that node, its srun waiting here: it must end on its own, not with its node.
+ssh -F "$work/ssh_config" "opc@$bastion_ip" "sudo srun -w $slurm2 sh -c 'sleep 20; echo finished on \$(hostname)'" \
+  > "$work/drain-job.out" 2>&1 &
+job_pid=$!
+for _ in $(seq 30); do on_ctl squeue --noheader --states=RUNNING --nodelist="$slurm2" | grep -q . && break; sleep 1; done
+echo "   job running on $slurm2 ($node2): $(on_ctl squeue --noheader --format='%i %T %N' --nodelist="$slurm2")"
+run_playbook "provision: 2 -> 1 node, the busy one named" "$work/provision-shrink.log" playbooks/provision.yml \
+  -e "@$work/cluster.yml" -e gpu_node_count=1 -e "{\"gpu_remove_nodes\": [\"$node2\"]}" -e gpu_drain_poll_seconds=2
+grep -E '"(leave|drain in Slurm|left the cluster network)' "$work/provision-shrink.log" | sed 's/^ */   /'
+polls=$(grep -c 'FAILED - RETRYING: \[.*\]: Wait for their jobs' "$work/provision-shrink.log" || true)
+echo "   provision waited for the job: $polls poll(s) of squeue while $slurm2 was draining"
+wait "$job_pid" || die "the job on $slurm2 did not end well: $(cat "$work/drain-job.out")"
+grep -q "^finished on" "$work/drain-job.out" || die "the job on $slurm2 gave no answer: $(cat "$work/drain-job.out")"
+echo "   the job: $(cat "$work/drain-job.out") (exit 0: it ended before its node left)"
+[ "$polls" -ge 1 ] || die "provision did not wait for the job on $slurm2"
+for _ in $(seq 30); do [ "$(podman ps -q --filter label=ocigpu-demo=1 | wc -l)" -eq 2 ] && break; sleep 1; done
+echo "   stand-ins running: $(podman ps -q --filter label=ocigpu-demo=1 | wc -l) (the bastion and one node)"
+run_playbook "configure --tags slurm (slurm.conf without the node)" "$work/configure-shrink.log" \
+  -i "$work/demo.gpu_nodes.yml" playbooks/configure.yml --tags slurm -e "@$work/standin-vars.yml"
+nodes_left=$(on_ctl sinfo --noheader --Node --format=%N | sort -u)
+echo "   Slurm nodes now: $nodes_left"
+if [ "$(echo "$nodes_left" | wc -l)" -ne 1 ] || [ "$nodes_left" = "$slurm2" ]; then die "slurm.conf still has $slurm2"; fi
+record "shrink 2 -> 1 with a drained busy node" $(( $(date +%s) - start ))
+
+step "9. Tearing down, then checking that nothing billable is left"
 run_playbook "teardown" "$work/teardown.log" playbooks/teardown.yml -e "@$work/cluster.yml"
 grep -o 'Nothing billable of demo is left.' "$work/teardown.log" | head -n1 | sed 's/^/   /'
 for _ in $(seq 30); do [ -z "$(podman ps -aq --filter label=ocigpu-demo=1)" ] && break; sleep 1; done

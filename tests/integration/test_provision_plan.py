@@ -98,15 +98,15 @@ def test_resize_grows_shrinks_by_chosen_nodes_and_replaces_a_node(simulator, tmp
 
     # A named node goes; the others stay.
     admin(simulator, 'POST', '/calls/reset')
-    out = playbook(PROVISION, simulator, tmp_path, **plan(availability_domain=ad, gpu_node_count=2,
-                                                         gpu_remove_nodes=[three[0]]))
+    out = playbook(PROVISION, simulator, tmp_path,
+                   **plan(availability_domain=ad, gpu_node_count=2, gpu_remove_nodes=[three[0]]))
     assert 'left the cluster network: %s' % three[0] in out['stdout']
     calls = admin(simulator, 'GET', '/calls')
     assert calls.get('POST /instancePools/{instancePoolId}/actions/detachInstance') == 1
     assert 'PUT /clusterNetworks/{clusterNetworkId}' not in calls
     assert names(simulator) == three[1:]
-    again = playbook(PROVISION, simulator, tmp_path, **plan(availability_domain=ad, gpu_node_count=2,
-                                                           gpu_remove_nodes=[three[0]]))
+    again = playbook(PROVISION, simulator, tmp_path,
+                     **plan(availability_domain=ad, gpu_node_count=2, gpu_remove_nodes=[three[0]]))
     assert again['changed'] == 0
 
     # Names that do not fit the count are refused before any change.
@@ -120,8 +120,8 @@ def test_resize_grows_shrinks_by_chosen_nodes_and_replaces_a_node(simulator, tmp
     assert mutations(simulator) == 0
 
     # A failed node is replaced: same size, a new instance.
-    out = playbook(PROVISION, simulator, tmp_path, **plan(availability_domain=ad, gpu_node_count=2,
-                                                         gpu_replace_nodes=[three[2]]))
+    out = playbook(PROVISION, simulator, tmp_path,
+                   **plan(availability_domain=ad, gpu_node_count=2, gpu_replace_nodes=[three[2]]))
     now = names(simulator)
     assert len(now) == 2 and three[1] in now and three[2] not in now
 

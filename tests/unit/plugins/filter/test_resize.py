@@ -59,8 +59,8 @@ def test_replaced_nodes_are_drained_and_never_picked_to_go():
 
 def test_a_re_run_after_the_nodes_left_changes_nothing():
     plan = resize_plan(NODES[:2], 2, remove=['inst-3-c1-cn-pool', 'inst-4-c1-cn-pool'], replace=['gone-node'])
-    assert plan['remove'] == [] and plan['replace'] == [] and plan['gone'] == ['inst-3-c1-cn-pool',
-                                                                             'inst-4-c1-cn-pool', 'gone-node']
+    assert plan['remove'] == [] and plan['replace'] == []
+    assert plan['gone'] == ['inst-3-c1-cn-pool', 'inst-4-c1-cn-pool', 'gone-node']
 
 
 @pytest.mark.parametrize('count, remove, replace, message', [
