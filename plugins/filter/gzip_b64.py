@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: gzip_b64
 short_description: Gzip a text and encode it in base64, the same bytes every time
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Compresses the UTF-8 bytes of a text with gzip (no file name, time 0, so that the same text
     gives the same output) and returns them in base64, wrapped at 76 characters.

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: resize_plan
 short_description: Decide which GPU nodes leave a cluster network, and their Slurm names
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Takes the nodes of a cluster network (as M(ocigpu.cluster.cluster_info) returns them) and the wanted node count,
     and returns the nodes that go and the nodes to replace - each named by display name, instance OCID or private IP.

@@ -62,6 +62,7 @@ options:
     type: list
     elements: str
     default: []
+    version_added: 0.2.0
   replace_nodes:
     description:
       - Nodes to terminate and have replaced by new ones from the instance configuration (a failed node, by name),
@@ -69,6 +70,7 @@ options:
     type: list
     elements: str
     default: []
+    version_added: 0.2.0
   cleanup_on_failure:
     description: When a create fails, terminate what it made before failing the task.
     type: bool

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: firewalld_zones
 short_description: Bring firewalld's default zone and the sources, interfaces, services and ports of its zones to a declared state in one task
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Adds the sources, interfaces, services and ports of each zone of O(zones) that the zone lacks,
     removes the undeclared services and ports of a zone with O(zones[].exclusive=true), and sets

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: folders
 short_description: Make sure several folders exist with their owner, group and mode, in one task
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Creates every folder of O(folders) that is missing (with its missing parents, which get the
     same owner, group and mode, as M(ansible.builtin.file) gives them) and sets the owner, group and

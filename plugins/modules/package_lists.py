@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: package_lists
 short_description: Refresh the apt package lists when packages are to be installed and the lists are missing or old
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Tells which of O(packages) are not installed, and runs C(apt-get update) before they are installed
     when the package lists are missing or older than O(max_age). Roles call it right before their

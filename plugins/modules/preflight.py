@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: preflight
 short_description: Check a whole GPU cluster plan against OCI before anything is created
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Takes the plan - the cluster vars that decide what M(ocigpu.cluster.instance),
     M(ocigpu.cluster.instance_configuration) and M(ocigpu.cluster.cluster_network) would create - and checks all

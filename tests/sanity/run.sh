@@ -37,3 +37,10 @@ mkdir -p "$dest"
 cd "$dest"
 git init -q && git add -A && git -c user.name=sanity -c user.email=sanity@localhost commit -qm sanity
 ansible-test sanity --local --python 3.11 --color no "$@"
+
+# The changelog: fragments and changelog.yaml lint-clean, and CHANGELOG.md what they generate.
+antsibull-changelog lint
+antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+antsibull-changelog generate
+git diff --exit-code -- CHANGELOG.md || die "CHANGELOG.md is not what changelogs/changelog.yaml generates; run antsibull-changelog generate"
+log "changelog: lint-clean, CHANGELOG.md up to date"
