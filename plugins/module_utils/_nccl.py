@@ -18,6 +18,8 @@ import json
 import os
 import re
 
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _health
+
 # ---------------------------------------------------------------------------------------------
 # Parser
 # ---------------------------------------------------------------------------------------------
@@ -279,122 +281,16 @@ def gate(parsed, threshold_gbps=None, expected_max_bytes=None, expected_ranks=No
 # Node health
 # ---------------------------------------------------------------------------------------------
 
-XID_RE = re.compile(r'NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)')
-
-
-def parse_nvidia_smi(csv_text):
-    """Rows of `nvidia-smi --query-gpu=index,pci.bus_id,name,ecc.errors.uncorrected.volatile.total
-    --format=csv,noheader,nounits` as dicts; ECC 'N/A' or '[N/A]' (ECC off or unsupported) is None."""
-    gpus = []
-    for line in (csv_text or '').splitlines():
-        parts = [p.strip() for p in line.split(',')]
-        if len(parts) < 4 or not parts[0].isdigit():
-            continue
-        ecc = parts[3]
-        gpus.append({
-            'index': int(parts[0]),
-            'bus_id': parts[1],
-            'name': parts[2],
-            'ecc_uncorrected': int(ecc) if ecc.isdigit() else None,
-        })
-    return gpus
-
-
-def find_xids(kernel_log):
-    """XID events (the GPU driver's error reports) found in kernel log text."""
-    return [dict(m.groupdict(), xid=int(m.group('xid')), line=line.strip())
-            for line in (kernel_log or '').splitlines() for m in [XID_RE.search(line)] if m]
-
-
-def read_ib_ports(sysfs_root='/sys/class/infiniband'):
-    """{device: {port: {'state': ..., 'phys_state': ..., 'link_layer': ...}}} read from sysfs."""
-    ports = {}
-    if not os.path.isdir(sysfs_root):
-        return ports
-    for dev in sorted(os.listdir(sysfs_root)):
-        pdir = os.path.join(sysfs_root, dev, 'ports')
-        if not os.path.isdir(pdir):
-            continue
-        for port in sorted(os.listdir(pdir)):
-            entry = {}
-            for name in ('state', 'phys_state', 'link_layer', 'rate'):
-                try:
-                    with open(os.path.join(pdir, port, name)) as handle:
-                        entry[name] = handle.read().strip()
-                except (IOError, OSError):
-                    entry[name] = None
-            ports.setdefault(dev, {})[port] = entry
-    return ports
-
-
-def mount_of(path, mounts_text):
-    """The /proc/mounts entry whose mount point is exactly path, or None."""
-    target = path.rstrip('/') or '/'
-    for line in (mounts_text or '').splitlines():
-        fields = line.split()
-        if len(fields) >= 3 and fields[1] == target:
-            return {'device': fields[0], 'mountpoint': fields[1], 'fstype': fields[2]}
-    return None
-
-
 def evaluate_health(node, gpus=None, expected_gpus=None, xids=None, ib_ports=None,
                     expected_hcas=None, mounts_text=None, scratch_path=None, xid_log_readable=True):
-    """Health checks of one node. Returns a list of {check, ok, reason}; every failed reason
-    starts with the node name so a reader of the play output knows where to look.
-
-    A check whose expectation is None is not run (not listed); a check that could not read
-    its data is listed with ok None and the reason, never silently passed.
-    """
-    checks = []
-
-    def add(check, ok, reason):
-        checks.append({'check': check, 'ok': ok, 'reason': '%s: %s' % (node, reason)})
-
-    if expected_gpus is not None:
-        if gpus is None:
-            add('gpu_count', False, 'nvidia-smi did not answer (driver not loaded?)')
-        elif len(gpus) != int(expected_gpus):
-            add('gpu_count', False, '%d GPUs visible, the shape has %d' % (len(gpus), int(expected_gpus)))
-        else:
-            add('gpu_count', True, '%d GPUs visible' % len(gpus))
-        if gpus:
-            bad = [g for g in gpus if g.get('ecc_uncorrected')]
-            if bad:
-                add('ecc', False, 'uncorrected ECC errors on ' + ', '.join(
-                    'GPU %d (%s): %d' % (g['index'], g['bus_id'], g['ecc_uncorrected']) for g in bad))
-            else:
-                add('ecc', True, 'no uncorrected ECC errors')
-    if xids is not None:
-        if not xid_log_readable:
-            checks.append({'check': 'xid', 'ok': None,
-                           'reason': '%s: kernel log not readable, XID check not run' % node})
-        elif xids:
-            add('xid', False, 'XID errors in the kernel log: ' + ', '.join(
-                'Xid %d on %s' % (x['xid'], x['pci']) for x in xids[:8]))
-        else:
-            add('xid', True, 'no XID errors in the kernel log')
-    if expected_hcas is not None:
-        ports = ib_ports or {}
-        problems = []
-        for hca in expected_hcas:
-            if hca not in ports:
-                problems.append('%s missing' % hca)
-                continue
-            for port, info in sorted(ports[hca].items()):
-                state = info.get('state') or 'unknown'
-                if 'ACTIVE' not in state.upper():
-                    problems.append('%s port %s is %s' % (hca, port, state))
-        if problems:
-            add('rdma_links', False, 'RDMA links not up: ' + '; '.join(problems))
-        else:
-            add('rdma_links', True, '%d RDMA devices active' % len(expected_hcas))
-    if scratch_path:
-        mount = mount_of(scratch_path, mounts_text)
-        if mount is None:
-            add('nvme_scratch', False, 'NVMe scratch %s is not mounted' % scratch_path)
-        else:
-            add('nvme_scratch', True, '%s mounted from %s (%s)' % (scratch_path, mount['device'], mount['fstype']))
-    return checks
+    """Health checks of one node before an NCCL test, by the rules of _health.evaluate (the same ones
+    Slurm's HealthCheckProgram applies): gpus are rows of _health.parse_gpu_query (the base fields),
+    xids None skips the XID check. Returns [{check, ok, reason, short}]; reasons start with the node."""
+    expect = dict(gpus=expected_gpus, rdma_devices=expected_hcas, scratch_path=scratch_path, check_xid=xids is not None,
+                  gpu_extra_checks=False)
+    observed = dict(gpus=gpus, gpu_fields=_health.BASE_FIELDS, xids=xids or [], kernel_log_readable=xid_log_readable,
+                    ib_ports=ib_ports or {}, mounts=mounts_text)
+    return _health.evaluate(node, expect, observed)
 
 
 # ---------------------------------------------------------------------------------------------

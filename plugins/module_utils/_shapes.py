@@ -62,6 +62,9 @@ _BASE = {
     'front_hca': None,
     'primary_interface': None,
     'rdma_mtu': None,
+    # RDMA bandwidth of the node in Gb/s (OCI's shape specifications); rdma_port_gbps is each port's share.
+    'rdma_gbps': None,
+    'rdma_port_gbps': None,
     'primary_mtu': 9000,
     'nccl_env': {},
     'nccl_test_args': None,
@@ -84,6 +87,8 @@ def _shape(**fields):
     shape.update(fields)
     if shape['gpu_count'] and shape['ocpus']:
         shape['cores_per_gpu'] = shape['ocpus'] // shape['gpu_count']
+    if shape['rdma_gbps'] and shape['hcas']:
+        shape['rdma_port_gbps'] = shape['rdma_gbps'] // len(shape['hcas'])
     if shape['gpu_count']:
         # The seeds advise 200 GB boot volumes on GPU nodes (drivers, CUDA, container images).
         shape['boot_volume_gb'] = 200
@@ -105,7 +110,7 @@ SHAPES = {
         rdma_pci_ids=[_pci_of(n) for n in _GPU4_RDMA],
         hcas=['mlx5_0', 'mlx5_2', 'mlx5_6', 'mlx5_8', 'mlx5_10', 'mlx5_12', 'mlx5_14', 'mlx5_16',
               'mlx5_1', 'mlx5_3', 'mlx5_7', 'mlx5_9', 'mlx5_11', 'mlx5_13', 'mlx5_15', 'mlx5_17'],
-        front_hca='mlx5_4', primary_interface='enp45s0f0', rdma_mtu=4220,
+        front_hca='mlx5_4', primary_interface='enp45s0f0', rdma_mtu=4220, rdma_gbps=1600,
         nccl_env=dict(_NCCL_A100), nccl_test_args='-b 1G -e 10G -f 2 -n 50',
         busbw_gbps={'single_node': 185, 'multi_node': 185},
         cluster_kind='cluster_network',
@@ -117,7 +122,7 @@ SHAPES = {
         rdma_pci_ids=[_pci_of(n) for n in _A100V2_RDMA],
         hcas=['mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8', 'mlx5_1', 'mlx5_2', 'mlx5_3', 'mlx5_4',
               'mlx5_14', 'mlx5_15', 'mlx5_16', 'mlx5_17', 'mlx5_9', 'mlx5_10', 'mlx5_11', 'mlx5_12'],
-        front_hca='mlx5_0', primary_interface='ens300f0', rdma_mtu=4220,
+        front_hca='mlx5_0', primary_interface='ens300f0', rdma_mtu=4220, rdma_gbps=1600,
         nccl_env=dict(_NCCL_A100), nccl_test_args='-b 1G -e 10G -f 2 -n 50',
         busbw_gbps={'single_node': 185, 'multi_node': 185},
         cluster_kind='cluster_network',
@@ -130,7 +135,7 @@ SHAPES = {
         rdma_interfaces=['rdma%d' % i for i in range(16)],
         hcas=['mlx5_0', 'mlx5_1', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8',
               'mlx5_9', 'mlx5_10', 'mlx5_12', 'mlx5_13', 'mlx5_14', 'mlx5_15', 'mlx5_16', 'mlx5_17'],
-        primary_interface='eth0', rdma_mtu=4220,
+        primary_interface='eth0', rdma_mtu=4220, rdma_gbps=3200,
         nccl_env=dict(_NCCL_HOPPER, NCCL_SOCKET_IFNAME='eth0'),
         nccl_test_args='-b 1G -e 16G -f 2 -n 50',
         busbw_gbps={'single_node': 440, 'multi_node': 440},
@@ -141,7 +146,7 @@ SHAPES = {
         bare_metal=True,
         rdma_interfaces=['rdma%d' % i for i in range(8)],
         hcas=['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9', 'mlx5_10', 'mlx5_11'],
-        primary_interface='eth0', rdma_mtu=4220,
+        primary_interface='eth0', rdma_mtu=4220, rdma_gbps=3200,
         nccl_env=dict(_NCCL_HOPPER, NCCL_SOCKET_IFNAME='eth0'),
         nccl_test_args='-b 1G -e 16G -f 2 -n 50',
         busbw_gbps={'single_node': 440, 'multi_node': 440},
@@ -152,7 +157,7 @@ SHAPES = {
         bare_metal=True,
         rdma_interfaces=['rdma%d' % i for i in range(8)],
         hcas=['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9', 'mlx5_10', 'mlx5_11'],
-        primary_interface='eth0', rdma_mtu=4220,
+        primary_interface='eth0', rdma_mtu=4220, rdma_gbps=3200,
         nccl_env=dict(_NCCL_HOPPER, NCCL_SOCKET_IFNAME='eth0'),
         nccl_test_args='-b 1G -e 16G -f 2 -n 50',
         busbw_gbps={'single_node': 440, 'multi_node': 440},

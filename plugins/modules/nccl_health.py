@@ -86,8 +86,9 @@ gpus:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import (
-    evaluate_health, find_xids, parse_nvidia_smi, read_ib_ports)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._health import (
+    BASE_FIELDS, find_xids, parse_gpu_query, parse_nvidia_smi, read_ib_ports)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import evaluate_health
 
 
 def _kernel_log(module):
@@ -116,14 +117,15 @@ def main():
     )
     p = module.params
     gpus = None
+    listed = []
     if p['expected_gpus'] is not None:
         smi = module.get_bin_path(p['nvidia_smi']) if '/' not in p['nvidia_smi'] else p['nvidia_smi']
         if smi:
             rc, out, err = module.run_command([
-                smi, '--query-gpu=index,pci.bus_id,name,ecc.errors.uncorrected.volatile.total',
-                '--format=csv,noheader,nounits'])
+                smi, '--query-gpu=' + ','.join(BASE_FIELDS), '--format=csv,noheader,nounits'])
             if rc == 0:
-                gpus = parse_nvidia_smi(out)
+                gpus = parse_gpu_query(out)
+                listed = parse_nvidia_smi(out)
     xids = None
     log_readable = True
     if p['check_xid']:
@@ -144,8 +146,8 @@ def main():
             module.warn(check['reason'])
     failed = [c['reason'] for c in checks if c['ok'] is False]
     if failed:
-        module.fail_json(msg='health check failed on ' + '; '.join(failed), checks=checks, gpus=gpus or [])
-    module.exit_json(changed=False, checks=checks, gpus=gpus or [])
+        module.fail_json(msg='health check failed on ' + '; '.join(failed), checks=checks, gpus=listed)
+    module.exit_json(changed=False, checks=checks, gpus=listed)
 
 
 if __name__ == '__main__':

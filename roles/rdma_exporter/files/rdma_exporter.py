@@ -22,6 +22,10 @@ and serves them on /metrics:
   rdma_port_info{device,port,state,phys_state,link_layer,rate}   always 1
   rdma_exporter_read_errors{device}                 files that could not be read in this scrape
 
+With --textfile-dir, the *.prom files of that folder (Prometheus text: the node health checks'
+health.prom, validate.yml's nccl.prom) are served after them, each checked by the text parser first;
+rdma_exporter_textfile_errors counts the files left out.
+
 Files are read when Prometheus scrapes, so devices that appear or vanish are followed. Needs only
 python3 and prometheus_client; runs as an unprivileged user (the counter files are world-readable).
 """
@@ -39,6 +43,7 @@ from socketserver import ThreadingMixIn
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.parser import text_string_to_metric_families
 
 DEFAULT_SYSFS = '/sys/class/infiniband'
 # Files in hw_counters that are settings, not counters.
@@ -131,6 +136,24 @@ class RdmaCollector(object):
         return [port_counter, tx_bytes, rx_bytes, hw_counter, dev_counter, state, info, read_errors]
 
 
+def textfiles(folder):
+    """The Prometheus text of the *.prom files in folder that parse, and the count of those that do not."""
+    texts, errors = [], 0
+    for name in _listdir(folder):
+        if not name.endswith('.prom'):
+            continue
+        try:
+            text = _read(os.path.join(folder, name)) + '\n'
+            list(text_string_to_metric_families(text))
+        except (IOError, OSError, ValueError):
+            errors += 1
+            continue
+        texts.append(text)
+    summary = ('# HELP rdma_exporter_textfile_errors Text files of --textfile-dir left out (unreadable or not Prometheus text).\n'
+               '# TYPE rdma_exporter_textfile_errors gauge\nrdma_exporter_textfile_errors %d\n' % errors)
+    return ''.join(texts) + summary
+
+
 def make_registry(sysfs_root=DEFAULT_SYSFS):
     registry = CollectorRegistry()
     registry.register(RdmaCollector(sysfs_root))
@@ -142,13 +165,15 @@ class _Server(ThreadingMixIn, HTTPServer):
     allow_reuse_address = True
 
 
-def make_server(address, port, registry):
+def make_server(address, port, registry, textfile_dir=None):
     """An HTTP server answering /metrics (and / with a pointer to it). Port 0 picks a free port."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             if self.path.split('?', 1)[0] == '/metrics':
                 body = generate_latest(registry)
+                if textfile_dir:
+                    body += textfiles(textfile_dir).encode('utf-8')
                 self.send_response(200)
                 self.send_header('Content-Type', CONTENT_TYPE_LATEST)
             else:
@@ -170,8 +195,9 @@ def main(argv=None):
     parser.add_argument('--address', default='0.0.0.0', help='address to listen on (default: all)')
     parser.add_argument('--port', type=int, default=9879, help='TCP port to listen on (default: 9879)')
     parser.add_argument('--sysfs-root', default=DEFAULT_SYSFS, help='where the RDMA devices are listed')
+    parser.add_argument('--textfile-dir', help='also serve the *.prom files of this folder (Prometheus text)')
     args = parser.parse_args(argv)
-    server = make_server(args.address, args.port, make_registry(args.sysfs_root))
+    server = make_server(args.address, args.port, make_registry(args.sysfs_root), args.textfile_dir)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     sys.stdout.write('rdma_exporter: serving %s on %s:%d\n' % (args.sysfs_root, args.address, server.server_address[1]))
     sys.stdout.flush()

@@ -172,9 +172,9 @@ def test_role_declares_its_port_and_starts_the_program_it_installs():
         dict(defaults, ansible_managed='managed', rdma_exporter_port=9999))
     execs = [line for line in unit.splitlines() if line.startswith('ExecStart=')]
     assert execs == ['ExecStart=/usr/bin/python3 /usr/local/libexec/ocigpu/rdma_exporter.py --address 0.0.0.0 '
-                     '--port 9999 --sysfs-root /sys/class/infiniband']
+                     '--port 9999 --sysfs-root /sys/class/infiniband --textfile-dir /var/lib/ocigpu-health']
     assert 'User=rdma-exporter' in unit.splitlines()
     # The argument names in the unit are the ones the program accepts.
     parser_text = SCRIPT.read_text()
-    for flag in ('--address', '--port', '--sysfs-root'):
+    for flag in ('--address', '--port', '--sysfs-root', '--textfile-dir'):
         assert "'%s'" % flag in parser_text

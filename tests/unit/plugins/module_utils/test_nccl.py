@@ -10,6 +10,7 @@ import pathlib
 
 import pytest
 
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _health as health
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _nccl as nccl
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / 'data' / 'nccl'
@@ -177,9 +178,9 @@ SMI = ('0, 00000000:0F:00.0, NVIDIA A100-SXM4-40GB, 0\n1, 00000000:15:00.0, NVID
 
 
 def test_nvidia_smi_and_xid_parsing():
-    gpus = nccl.parse_nvidia_smi(SMI)
+    gpus = health.parse_nvidia_smi(SMI)
     assert [g['ecc_uncorrected'] for g in gpus] == [0, 2, None]
-    xids = nccl.find_xids('[  12.3] NVRM: Xid (PCI:0000:0f:00): 79, pid=0, GPU has fallen off the bus.\nother\n')
+    xids = health.find_xids('[  12.3] NVRM: Xid (PCI:0000:0f:00): 79, pid=0, GPU has fallen off the bus.\nother\n')
     assert xids[0]['xid'] == 79 and xids[0]['pci'] == 'PCI:0000:0f:00'
 
 
@@ -192,23 +193,23 @@ def test_health_failures_name_node_and_reason(tmp_path):
         (port / 'phys_state').write_text('5: LinkUp\n')
         (port / 'link_layer').write_text('Ethernet\n')
     checks = nccl.evaluate_health(
-        'gpu-1', gpus=nccl.parse_nvidia_smi(SMI), expected_gpus=8,
-        xids=nccl.find_xids('NVRM: Xid (PCI:0000:15:00): 48, pid=1'),
-        ib_ports=nccl.read_ib_ports(str(ib)), expected_hcas=['mlx5_0', 'mlx5_2', 'mlx5_6'],
+        'gpu-1', gpus=health.parse_gpu_query(SMI), expected_gpus=8,
+        xids=health.find_xids('NVRM: Xid (PCI:0000:15:00): 48, pid=1'),
+        ib_ports=health.read_ib_ports(str(ib)), expected_hcas=['mlx5_0', 'mlx5_2', 'mlx5_6'],
         mounts_text='/dev/sda1 / ext4 rw 0 0\n', scratch_path='/mnt/localdisk')
     failed = {c['check']: c['reason'] for c in checks if c['ok'] is False}
     assert failed == {
         'gpu_count': 'gpu-1: 3 GPUs visible, the shape has 8',
-        'ecc': 'gpu-1: uncorrected ECC errors on GPU 1 (00000000:15:00.0): 2',
-        'xid': 'gpu-1: XID errors in the kernel log: Xid 48 on PCI:0000:15:00',
-        'rdma_links': 'gpu-1: RDMA links not up: mlx5_2 port 1 is 1: DOWN; mlx5_6 missing',
+        'ecc': 'gpu-1: GPU 1 (00000000:15:00.0): 2 uncorrected ECC errors',
+        'xid': 'gpu-1: XID errors in the kernel log since boot: Xid 48 on PCI:0000:15:00',
+        'rdma_links': 'gpu-1: RDMA ports: mlx5_2/1 DOWN; mlx5_6 missing',
         'nvme_scratch': 'gpu-1: NVMe scratch /mnt/localdisk is not mounted',
     }
 
 
 def test_health_passes_and_unreadable_log_is_not_a_pass():
     mounts = '/dev/mapper/nvme-lv /mnt/localdisk xfs rw,noatime 0 0\n'
-    checks = nccl.evaluate_health('gpu-2', gpus=nccl.parse_nvidia_smi(SMI.replace(', 2\n', ', 0\n')), expected_gpus=3,
+    checks = nccl.evaluate_health('gpu-2', gpus=health.parse_gpu_query(SMI.replace(', 2\n', ', 0\n')), expected_gpus=3,
                                   xids=[], xid_log_readable=False, mounts_text=mounts, scratch_path='/mnt/localdisk/')
     by = {c['check']: c for c in checks}
     assert by['gpu_count']['ok'] and by['ecc']['ok'] and by['nvme_scratch']['ok']
@@ -219,7 +220,8 @@ def test_health_passes_and_unreadable_log_is_not_a_pass():
 
 def test_health_without_nvidia_smi():
     checks = nccl.evaluate_health('gpu-3', gpus=None, expected_gpus=8)
-    assert checks == [{'check': 'gpu_count', 'ok': False, 'reason': 'gpu-3: nvidia-smi did not answer (driver not loaded?)'}]
+    assert checks == [{'check': 'gpu_count', 'ok': False, 'reason': 'gpu-3: nvidia-smi did not answer (driver not loaded?)',
+                       'short': 'nvidia-smi failed'}]
 
 
 # --- report --------------------------------------------------------------------------------

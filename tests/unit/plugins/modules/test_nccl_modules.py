@@ -72,7 +72,7 @@ def test_health_module(tmp_path, capsys):
     bad = call(nccl_health, dict(args, expected_gpus=8, expected_hcas=['mlx5_0']), capsys)
     assert bad['failed']
     assert bad['msg'] == ('health check failed on gpu-1: 4 GPUs visible, the shape has 8; '
-                          'gpu-1: RDMA links not up: mlx5_0 missing')
+                          'gpu-1: RDMA ports: mlx5_0 missing')
 
 
 def test_toolchain_finds_what_is_there(tmp_path, capsys):

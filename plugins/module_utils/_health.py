@@ -1,0 +1,329 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Passive health checks of a GPU node: what it reads, what it expects, what it decides.
+
+Standard library only: the nccl_health module imports it, and the node_health role copies this file
+to the nodes, where `ocigpu-healthcheck` (Slurm's HealthCheckProgram) runs it without Ansible.
+
+    observed = gather(expect)                       # nvidia-smi, kernel log, sysfs, ip, /proc/mounts
+    results = evaluate(node, expect, observed)      # [{check, ok, reason}], ok None = could not run
+    metrics_text(results, observed)                 # Prometheus text for a textfile collector
+
+`expect` (the role writes it to /etc/ocigpu-health/expect.json from the shape table and node_facts):
+gpus, rdma_devices, rdma_port_gbps, rdma_addresses ({interface: address}), scratch_path, paths
+(files that must exist), ignore_xids.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess  # nosec: fixed argument lists, no shell
+
+XID_RE = re.compile(r'NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)')
+RATE_RE = re.compile(r'^\s*(?P<gbps>\d+(?:\.\d+)?)\s*Gb/sec')
+# nvidia-smi --query-gpu fields: the base ones every driver knows, then the optional ones (row
+# remapping is Ampere and later, page retirement Volta and earlier; an old driver rejects a name).
+BASE_FIELDS = ('index', 'pci.bus_id', 'name', 'ecc.errors.uncorrected.volatile.total')
+EXTRA_FIELDS = ('retired_pages.pending', 'retired_pages.sbe', 'retired_pages.dbe',
+                'remapped_rows.pending', 'remapped_rows.failure',
+                'pcie.link.width.current', 'pcie.link.width.max', 'clocks_throttle_reasons.hw_slowdown')
+# Volta and earlier retire at most 64 pages per GPU (NVIDIA's dynamic page retirement notes).
+RETIRED_PAGES_MAX = 64
+# XIDs that NVIDIA's XID catalog attributes to the application rather than the GPU: a job's fault.
+DEFAULT_IGNORE_XIDS = (13, 31, 43, 45)
+MISSING = ('', 'N/A', '[N/A]', '[Not Supported]', 'Not Supported', '[Unknown Error]')
+
+
+def _value(text):
+    text = (text or '').strip()
+    if text in MISSING:
+        return None
+    return int(text) if text.isdigit() else text
+
+
+def parse_gpu_query(csv_text, fields=BASE_FIELDS):
+    """Rows of `nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits` as dicts keyed by field
+    name; values that the GPU or driver does not report ('[N/A]', '[Not Supported]') are None."""
+    gpus = []
+    for line in (csv_text or '').splitlines():
+        parts = [p.strip() for p in line.split(',')]
+        if len(parts) < len(fields) or not parts[0].isdigit():
+            continue
+        gpus.append(dict((name, _value(part)) for name, part in zip(fields, parts)))
+    return gpus
+
+
+def parse_nvidia_smi(csv_text):
+    """The base query's rows as index, bus_id, name and ecc_uncorrected (None when ECC is off)."""
+    return [dict(index=g['index'], bus_id=g['pci.bus_id'], name=g['name'],
+                 ecc_uncorrected=g['ecc.errors.uncorrected.volatile.total']
+                 if isinstance(g['ecc.errors.uncorrected.volatile.total'], int) else None)
+            for g in parse_gpu_query(csv_text)]
+
+
+def find_xids(kernel_log):
+    """XID events (the GPU driver's error reports) found in kernel log text."""
+    return [dict(m.groupdict(), xid=int(m.group('xid')), line=line.strip())
+            for line in (kernel_log or '').splitlines() for m in [XID_RE.search(line)] if m]
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except (IOError, OSError):
+        return None
+
+
+def read_ib_ports(sysfs_root='/sys/class/infiniband'):
+    """{device: {port: {'state', 'phys_state', 'link_layer', 'rate'}}} read from sysfs."""
+    ports = {}
+    if not os.path.isdir(sysfs_root):
+        return ports
+    for dev in sorted(os.listdir(sysfs_root)):
+        pdir = os.path.join(sysfs_root, dev, 'ports')
+        if not os.path.isdir(pdir):
+            continue
+        for port in sorted(os.listdir(pdir)):
+            ports.setdefault(dev, {})[port] = dict(
+                (name, _read(os.path.join(pdir, port, name))) for name in ('state', 'phys_state', 'link_layer', 'rate'))
+    return ports
+
+
+def rate_gbps(rate):
+    """100 from '100 Gb/sec (4X EDR)'; None when unreadable."""
+    match = RATE_RE.match(rate or '')
+    return float(match.group('gbps')) if match else None
+
+
+def mount_of(path, mounts_text):
+    """The /proc/mounts entry whose mount point is exactly path, or None."""
+    target = path.rstrip('/') or '/'
+    for line in (mounts_text or '').splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[1] == target:
+            return {'device': fields[0], 'mountpoint': fields[1], 'fstype': fields[2]}
+    return None
+
+
+def parse_ip_addresses(ip_json):
+    """{interface: [address/prefix, ...]} from `ip -j addr show` (IPv4 and IPv6)."""
+    out = {}
+    for link in json.loads(ip_json or '[]'):
+        out[link.get('ifname')] = ['%s/%s' % (a.get('local'), a.get('prefixlen')) for a in link.get('addr_info') or []]
+    return out
+
+
+def _run(argv, timeout=60):
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)  # nosec
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 127, '', str(exc)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def query_gpus(nvidia_smi='nvidia-smi'):
+    """(gpus, fields, error): the base and optional fields when the driver knows them all, else the
+    base ones; gpus None with the error text when nvidia-smi does not answer."""
+    error = None
+    for fields in (BASE_FIELDS + EXTRA_FIELDS, BASE_FIELDS):
+        rc, out, err = _run([nvidia_smi, '--query-gpu=' + ','.join(fields), '--format=csv,noheader,nounits'])
+        if rc == 0:
+            return parse_gpu_query(out, fields), fields, None
+        error = (err or out).strip().splitlines()[-1:] or ['exit %d' % rc]
+        error = error[0]
+    return None, (), error
+
+
+def kernel_log():
+    """The kernel log of this boot (dmesg, else journalctl -k), or None when neither is readable."""
+    for argv in (['dmesg', '--notime'], ['journalctl', '-k', '-b', '--no-pager', '-q']):
+        rc, out, _err = _run(argv)
+        if rc == 0:
+            return out
+    return None
+
+
+def gather(expect, nvidia_smi='nvidia-smi', sysfs_root='/sys/class/infiniband', mounts_file='/proc/mounts',
+           ip_command=('ip', '-j', 'addr', 'show'), log_reader=kernel_log):
+    """Everything the checks of `expect` need, read from this node."""
+    observed = {}
+    if expect.get('gpus') is not None:
+        observed['gpus'], observed['gpu_fields'], observed['gpu_error'] = query_gpus(nvidia_smi)
+    if expect.get('check_xid', expect.get('gpus') is not None):
+        log = log_reader()
+        observed['kernel_log_readable'] = log is not None
+        observed['xids'] = find_xids(log) if log is not None else []
+    if expect.get('rdma_devices'):
+        observed['ib_ports'] = read_ib_ports(sysfs_root)
+    if expect.get('rdma_addresses'):
+        rc, out, err = _run(list(ip_command))
+        observed['addresses'] = parse_ip_addresses(out) if rc == 0 else None
+        observed['addresses_error'] = None if rc == 0 else (err.strip() or 'exit %d' % rc)
+    if expect.get('scratch_path'):
+        observed['mounts'] = _read(mounts_file) or ''
+    if expect.get('paths'):
+        observed['paths'] = dict((p, os.path.exists(p)) for p in expect['paths'])
+    return observed
+
+
+def _gpu_checks(add, expect, observed):
+    gpus = observed.get('gpus')
+    want = int(expect['gpus'])
+    if gpus is None:
+        add('gpu_count', False, 'nvidia-smi did not answer (%s)' % (observed.get('gpu_error') or 'driver not loaded?'),
+            'nvidia-smi failed')
+        return
+    if len(gpus) != want:
+        add('gpu_count', False, '%d GPUs visible, the shape has %d' % (len(gpus), want), '%d/%d GPUs' % (len(gpus), want))
+    else:
+        add('gpu_count', True, '%d GPUs visible' % len(gpus))
+    if not gpus:
+        return
+    fields = observed.get('gpu_fields') or BASE_FIELDS
+
+    def each(check, field_names, bad, describe, short):
+        if not all(f in fields for f in field_names):
+            add(check, None, 'not reported by this driver (%s)' % ', '.join(field_names))
+            return
+        found = [g for g in gpus if bad(g)]
+        if found:
+            text = ', '.join('GPU %s (%s): %s' % (g['index'], g['pci.bus_id'], describe(g)) for g in found)
+            add(check, False, text, '%s on GPU %s' % (short, ','.join(str(g['index']) for g in found)))
+        else:
+            add(check, True, 'none of %d GPUs' % len(gpus))
+
+    ecc = 'ecc.errors.uncorrected.volatile.total'
+    each('ecc', (ecc,), lambda g: isinstance(g[ecc], int) and g[ecc] > 0,
+         lambda g: '%d uncorrected ECC errors' % g[ecc], 'ECC errors')
+    if not expect.get('gpu_extra_checks', True):
+        return
+    if any(g.get('remapped_rows.pending') is not None for g in gpus) or 'remapped_rows.pending' not in fields:
+        each('row_remap', ('remapped_rows.pending', 'remapped_rows.failure'),
+             lambda g: g['remapped_rows.pending'] == 'Yes' or g['remapped_rows.failure'] == 'Yes',
+             lambda g: 'row remap %s' % ('failed' if g['remapped_rows.failure'] == 'Yes' else 'pending (reset the GPU)'),
+             'row remap')
+    if any(g.get('retired_pages.pending') is not None for g in gpus):
+        each('retired_pages', ('retired_pages.pending', 'retired_pages.sbe', 'retired_pages.dbe'),
+             lambda g: g['retired_pages.pending'] == 'Yes'
+             or (g['retired_pages.sbe'] or 0) + (g['retired_pages.dbe'] or 0) >= RETIRED_PAGES_MAX,
+             lambda g: 'page retirement %s' % ('pending' if g['retired_pages.pending'] == 'Yes' else 'table full'),
+             'retired pages')
+    each('pcie_width', ('pcie.link.width.current', 'pcie.link.width.max'),
+         lambda g: isinstance(g['pcie.link.width.current'], int) and isinstance(g['pcie.link.width.max'], int)
+         and g['pcie.link.width.current'] < g['pcie.link.width.max'],
+         lambda g: 'PCIe link x%s of x%s' % (g['pcie.link.width.current'], g['pcie.link.width.max']), 'PCIe width')
+    each('clock_slowdown', ('clocks_throttle_reasons.hw_slowdown',),
+         lambda g: g['clocks_throttle_reasons.hw_slowdown'] == 'Active',
+         lambda g: 'hardware slowdown active (thermal or power brake)', 'HW slowdown')
+
+
+def evaluate(node, expect, observed):
+    """The checks `expect` asks for, on what `observed` holds: [{check, ok, reason, short}] where ok is
+    True, False, or None for a check that could not read its data (never passed silently). reason
+    starts with the node name; short is the part that goes into a Slurm drain reason."""
+    results = []
+
+    def add(check, ok, reason, short=None):
+        results.append({'check': check, 'ok': ok, 'reason': '%s: %s' % (node, reason), 'short': short or reason})
+
+    if expect.get('gpus') is not None:
+        _gpu_checks(add, expect, observed)
+    if expect.get('check_xid', expect.get('gpus') is not None):
+        ignore = set(expect.get('ignore_xids', DEFAULT_IGNORE_XIDS))
+        if not observed.get('kernel_log_readable', True):
+            add('xid', None, 'kernel log not readable, XID check not run')
+        else:
+            xids = [x for x in observed.get('xids') or [] if x['xid'] not in ignore]
+            if xids:
+                seen = sorted(set((x['xid'], x['pci']) for x in xids))
+                add('xid', False, 'XID errors in the kernel log since boot: ' + ', '.join(
+                    'Xid %d on %s' % s for s in seen[:8]), 'Xid ' + ','.join(str(s[0]) for s in seen[:4]))
+            else:
+                add('xid', True, 'no XID errors in the kernel log since boot (ignored: %s)' % (
+                    ', '.join(str(x) for x in sorted(ignore)) or 'none'))
+    if expect.get('rdma_devices'):
+        ports = observed.get('ib_ports') or {}
+        want_rate = expect.get('rdma_port_gbps')
+        problems = []
+        for dev in expect['rdma_devices']:
+            if dev not in ports:
+                problems.append('%s missing' % dev)
+                continue
+            for port, info in sorted(ports[dev].items()):
+                state = info.get('state') or 'unknown'
+                if 'ACTIVE' not in state.upper():
+                    problems.append('%s/%s %s' % (dev, port, state.split(':')[-1].strip()))
+                elif want_rate and (rate_gbps(info.get('rate')) or 0) < float(want_rate):
+                    problems.append('%s/%s at %s, not %s Gb/sec' % (dev, port, info.get('rate') or 'unknown rate', want_rate))
+        if problems:
+            add('rdma_links', False, 'RDMA ports: ' + '; '.join(problems), 'RDMA ' + '; '.join(problems[:3]))
+        else:
+            add('rdma_links', True, '%d RDMA devices ACTIVE%s' % (
+                len(expect['rdma_devices']), (' at %s Gb/sec' % want_rate) if want_rate else ''))
+    if expect.get('rdma_addresses'):
+        have = observed.get('addresses')
+        if have is None:
+            add('rdma_addresses', None, 'ip did not answer (%s)' % observed.get('addresses_error'))
+        else:
+            missing = ['%s %s' % (ifname, addr) for ifname, addr in sorted(expect['rdma_addresses'].items())
+                       if addr not in (have.get(ifname) or [])]
+            if missing:
+                add('rdma_addresses', False, 'RDMA interfaces without their address: ' + ', '.join(missing),
+                    'no address on ' + ','.join(m.split()[0] for m in missing[:4]))
+            else:
+                add('rdma_addresses', True, '%d RDMA interfaces have their address' % len(expect['rdma_addresses']))
+    if expect.get('scratch_path'):
+        mount = mount_of(expect['scratch_path'], observed.get('mounts'))
+        if mount is None:
+            add('nvme_scratch', False, 'NVMe scratch %s is not mounted' % expect['scratch_path'],
+                '%s not mounted' % expect['scratch_path'])
+        else:
+            add('nvme_scratch', True, '%s mounted from %s (%s)' % (expect['scratch_path'], mount['device'], mount['fstype']))
+    if expect.get('paths'):
+        gone = [p for p in expect['paths'] if not (observed.get('paths') or {}).get(p)]
+        if gone:
+            add('container_paths', False, 'missing: ' + ', '.join(gone), 'missing ' + ','.join(os.path.basename(p) for p in gone))
+        else:
+            add('container_paths', True, '%d enroot and pyxis paths present' % len(expect['paths']))
+    return results
+
+
+DRAIN_PREFIX = 'ocigpu-health:'
+REASON_MAX = 200
+
+
+def drain_reason(results):
+    """The Slurm reason for a node that failed: 'ocigpu-health: <check> <short>; ...' (at most 200 characters)."""
+    text = DRAIN_PREFIX + ' ' + '; '.join('%s %s' % (r['check'], r['short']) for r in results if r['ok'] is False)
+    return text if len(text) <= REASON_MAX else text[:REASON_MAX - 3] + '...'
+
+
+def metrics_text(results, observed, now):
+    """Prometheus text (for a textfile collector or the rdma_exporter's --textfile-dir)."""
+    lines = ['# HELP ocigpu_health_check_ok 1 when a node health check passed, 0 when it failed, -1 when it could not run.',
+             '# TYPE ocigpu_health_check_ok gauge']
+    for r in results:
+        lines.append('ocigpu_health_check_ok{check="%s"} %d' % (r['check'], {True: 1, False: 0, None: -1}[r['ok']]))
+    failed = [r for r in results if r['ok'] is False]
+    lines += ['# HELP ocigpu_health_ok 1 when every node health check passed, else 0.',
+              '# TYPE ocigpu_health_ok gauge',
+              'ocigpu_health_ok %d' % (0 if failed else 1),
+              '# HELP ocigpu_health_failed_checks Node health checks that failed in the last run.',
+              '# TYPE ocigpu_health_failed_checks gauge',
+              'ocigpu_health_failed_checks %d' % len(failed),
+              '# HELP ocigpu_health_last_run_timestamp_seconds When the node health checks last ran.',
+              '# TYPE ocigpu_health_last_run_timestamp_seconds gauge',
+              'ocigpu_health_last_run_timestamp_seconds %.0f' % now]
+    if observed.get('gpus') is not None:
+        lines += ['# HELP ocigpu_health_gpus GPUs that nvidia-smi lists.', '# TYPE ocigpu_health_gpus gauge',
+                  'ocigpu_health_gpus %d' % len(observed['gpus'])]
+    if 'xids' in observed:
+        lines += ['# HELP ocigpu_health_xid_events XID events in the kernel log since boot.',
+                  '# TYPE ocigpu_health_xid_events gauge',
+                  'ocigpu_health_xid_events %d' % len(observed['xids'])]
+    return '\n'.join(lines) + '\n'

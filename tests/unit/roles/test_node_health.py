@@ -1,0 +1,249 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ocigpu-healthcheck (issue 17) as Slurm runs it, on a fake node: nvidia-smi, ip and scontrol stand-ins,
+a fake /sys/class/infiniband tree, a mounts file and a kernel log. Each failure drains the node with its
+reason; recovery resumes it; a node a person drained stays drained; a check that cannot read its data
+neither drains nor resumes. The program runs as installed: ocigpu_health.py (plugins/module_utils/_health.py)
+beside it."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+PROGRAM = os.path.join(ROOT, 'roles', 'node_health', 'files', 'ocigpu-healthcheck')
+LIBRARY = os.path.join(ROOT, 'plugins', 'module_utils', '_health.py')
+
+HEALTHY_GPU = '{i}, 00000000:{bus:02X}:00.0, NVIDIA H100 80GB HBM3, 0, [N/A], [N/A], [N/A], No, No, 16, 16, Not Active'
+
+SCONTROL = r'''#!/usr/bin/env python3
+import json, sys
+path = %r
+state = json.load(open(path))
+args = sys.argv[1:]
+state['calls'].append(args)
+if args[:2] == ['show', 'node']:
+    if state['known']:
+        reason = (' Reason=%%s [root@2026-11-23T10:00:00]' %% state['reason']) if state['reason'] else ''
+        print('NodeName=%%s Arch=x86_64 CoresPerSocket=56 State=%%s ThreadsPerCore=2%%s' %% (args[-1], state['state'], reason))
+        code = 0
+    else:
+        print('Node %%s not found' %% args[-1], file=sys.stderr)
+        code = 1
+elif args[0] == 'update':
+    fields = dict(a.split('=', 1) for a in args[1:])
+    if fields['State'] == 'DRAIN':
+        state['state'], state['reason'] = 'IDLE+DRAIN', fields['Reason']
+    elif fields['State'] == 'RESUME':
+        state['state'], state['reason'] = 'IDLE', ''
+    code = 0
+json.dump(state, open(path, 'w'))
+sys.exit(code)
+'''
+
+
+class Node(object):
+    """A fake node: the files the checks read, and the stand-in commands."""
+
+    def __init__(self, tmp, state_file=None):
+        self.tmp = tmp
+        self.lib = tmp / 'lib'
+        self.lib.mkdir()
+        shutil.copy(LIBRARY, str(self.lib / 'ocigpu_health.py'))
+        self.gpus = [HEALTHY_GPU.format(i=i, bus=0x0f + 0x10 * i) for i in range(8)]
+        self.smi_fails = False
+        self.ports = dict(('mlx5_%d' % n, ('4: ACTIVE', '5: LinkUp', '200 Gb/sec (4X HDR)')) for n in (0, 1))
+        self.addresses = {'rdma0': '192.168.0.5/24', 'rdma1': '192.168.1.5/24'}
+        self.mounted = True
+        self.kernel_log = '[    3.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n'
+        self.state_file = state_file or tmp / 'slurm.json'
+        if state_file is None:
+            self.slurm(state='IDLE', reason='')
+        (tmp / 'enroot').write_text('')
+        self.expect = dict(gpus=8, rdma_devices=['mlx5_0', 'mlx5_1'], rdma_port_gbps=200,
+                           rdma_addresses={'rdma0': '192.168.0.5/24', 'rdma1': '192.168.1.5/24'},
+                           scratch_path='/mnt/localdisk', paths=[str(tmp / 'enroot')], slurm_node_name='gpu-7',
+                           ignore_xids=[13, 31, 43, 45])
+
+    def slurm(self, state, reason, known=True):
+        self.state_file.write_text(json.dumps(dict(state=state, reason=reason, known=known, calls=[])))
+
+    def clear_calls(self):
+        state = self.slurm_state()
+        state['calls'] = []
+        self.state_file.write_text(json.dumps(state))
+
+    def slurm_state(self):
+        return json.loads(self.state_file.read_text())
+
+    def _write(self):
+        tmp = self.tmp
+        (tmp / 'expect.json').write_text(json.dumps(self.expect))
+        smi = tmp / 'nvidia-smi'
+        (tmp / 'gpus.csv').write_text('\n'.join(self.gpus) + '\n')
+        smi.write_text('#!/bin/sh\n%s\n' % ('echo "NVIDIA-SMI has failed" >&2; exit 9' if self.smi_fails else
+                                          'cat %s' % (tmp / 'gpus.csv')))
+        links = [dict(ifname=name, addr_info=[dict(local=a.split('/')[0], prefixlen=int(a.split('/')[1]))])
+                 for name, a in self.addresses.items()]
+        (tmp / 'ip.json').write_text(json.dumps(links))
+        (tmp / 'ip').write_text('#!/bin/sh\ncat %s\n' % (tmp / 'ip.json'))
+        (tmp / 'scontrol').write_text(SCONTROL % str(self.state_file))
+        for name in ('nvidia-smi', 'ip', 'scontrol'):
+            os.chmod(str(tmp / name), 0o755)
+        sysfs = tmp / 'sys'
+        if sysfs.exists():
+            shutil.rmtree(str(sysfs))
+        for dev, (state, phys, rate) in self.ports.items():
+            port = sysfs / dev / 'ports' / '1'
+            port.mkdir(parents=True)
+            for name, value in (('state', state), ('phys_state', phys), ('rate', rate), ('link_layer', 'Ethernet')):
+                (port / name).write_text(value + '\n')
+        (tmp / 'mounts').write_text('/dev/md0 /mnt/localdisk xfs rw 0 0\n' if self.mounted else 'proc /proc proc rw 0 0\n')
+        (tmp / 'kern.log').write_text(self.kernel_log)
+
+    def check(self, *extra):
+        self._write()
+        tmp = self.tmp
+        proc = subprocess.run(
+            [sys.executable, PROGRAM, '--expect', str(tmp / 'expect.json'), '--nvidia-smi', str(tmp / 'nvidia-smi'),
+             '--scontrol', str(tmp / 'scontrol'), '--sysfs-root', str(tmp / 'sys'), '--mounts', str(tmp / 'mounts'),
+             '--ip', str(tmp / 'ip'), '--kernel-log', str(tmp / 'kern.log'), '--metrics', str(tmp / 'health.prom'),
+             '--json'] + list(extra),
+            capture_output=True, text=True, env=dict(os.environ, OCIGPU_HEALTH_LIB=str(self.lib)), timeout=60, check=False)
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        out = json.loads(proc.stdout)
+        out['rc'] = proc.returncode
+        out['by_check'] = dict((r['check'], r) for r in out['results'])
+        return out
+
+
+@pytest.fixture
+def node(tmp_path):
+    return Node(tmp_path)
+
+
+def test_a_healthy_node_passes_every_check_and_is_left_alone(node):
+    out = node.check()
+    assert out['rc'] == 0 and out['node'] == 'gpu-7'
+    assert sorted(out['by_check']) == ['clock_slowdown', 'container_paths', 'ecc', 'gpu_count', 'nvme_scratch',
+                                       'pcie_width', 'rdma_addresses', 'rdma_links', 'row_remap', 'xid']
+    assert all(r['ok'] is True for r in out['results']), out['results']
+    assert out['by_check']['rdma_links']['reason'] == 'gpu-7: 2 RDMA devices ACTIVE at 200 Gb/sec'
+    assert out['slurm'] == 'slurm: gpu-7 not drained, nothing to do'
+    assert node.slurm_state()['calls'] == [['show', 'node', '--oneliner', 'gpu-7']]
+    metrics = (node.tmp / 'health.prom').read_text()
+    assert 'ocigpu_health_ok 1\n' in metrics and 'ocigpu_health_check_ok{check="gpu_count"} 1\n' in metrics
+    assert 'ocigpu_health_gpus 8\n' in metrics
+
+
+BREAKS = [
+    ('gpu fallen off the bus', lambda n: n.gpus.pop(), 'gpu_count', 'gpu_count 7/8 GPUs'),
+    ('nvidia-smi fails', lambda n: setattr(n, 'smi_fails', True), 'gpu_count', 'gpu_count nvidia-smi failed'),
+    ('uncorrectable ECC', lambda n: n.gpus.__setitem__(2, n.gpus[2].replace('HBM3, 0,', 'HBM3, 3,')), 'ecc',
+     'ecc ECC errors on GPU 2'),
+    ('pending row remap', lambda n: n.gpus.__setitem__(5, n.gpus[5].replace('No, No,', 'Yes, No,')), 'row_remap',
+     'row_remap row remap on GPU 5'),
+    ('XID 79', lambda n: setattr(n, 'kernel_log', n.kernel_log + '[ 99.0] NVRM: Xid (PCI:0000:2f:00): 79, pid=0, '
+                                 'GPU has fallen off the bus.\n'), 'xid', 'xid Xid 79'),
+    ('RDMA port down', lambda n: n.ports.__setitem__('mlx5_1', ('1: DOWN', '3: Disabled', '200 Gb/sec (4X HDR)')),
+     'rdma_links', 'rdma_links RDMA mlx5_1/1 DOWN'),
+    ('RDMA port at a lower rate', lambda n: n.ports.__setitem__('mlx5_0', ('4: ACTIVE', '5: LinkUp', '100 Gb/sec (4X EDR)')),
+     'rdma_links', 'rdma_links RDMA mlx5_0/1 at 100 Gb/sec (4X EDR), not 200 Gb/sec'),
+    ('RDMA device missing', lambda n: n.ports.pop('mlx5_1'), 'rdma_links', 'rdma_links RDMA mlx5_1 missing'),
+    ('RDMA interface without its address', lambda n: n.addresses.pop('rdma1'), 'rdma_addresses',
+     'rdma_addresses no address on rdma1'),
+    ('scratch not mounted', lambda n: setattr(n, 'mounted', False), 'nvme_scratch', 'nvme_scratch /mnt/localdisk not mounted'),
+    ('enroot missing', lambda n: os.remove(str(n.tmp / 'enroot')), 'container_paths', 'container_paths missing enroot'),
+    ('PCIe link narrowed', lambda n: n.gpus.__setitem__(1, n.gpus[1].replace('16, 16,', '8, 16,')), 'pcie_width',
+     'pcie_width PCIe width on GPU 1'),
+    ('hardware slowdown', lambda n: n.gpus.__setitem__(0, n.gpus[0].replace('Not Active', 'Active')), 'clock_slowdown',
+     'clock_slowdown HW slowdown on GPU 0'),
+]
+
+
+@pytest.mark.parametrize('what, breaks, check, reason', BREAKS, ids=[b[0] for b in BREAKS])
+def test_each_failure_drains_with_its_reason_and_recovery_resumes(node, what, breaks, check, reason):
+    breaks(node)
+    out = node.check()
+    assert out['rc'] == 1, what
+    assert out['by_check'][check]['ok'] is False, out['by_check'][check]
+    assert [r['check'] for r in out['results'] if r['ok'] is False] == [check]
+    state = node.slurm_state()
+    assert state['state'] == 'IDLE+DRAIN' and state['reason'] == 'ocigpu-health: ' + reason, state
+    assert out['slurm'].startswith('slurm: drained gpu-7 (ocigpu-health: ')
+    assert 'ocigpu_health_ok 0\n' in (node.tmp / 'health.prom').read_text()
+    # Still sick: no second update.
+    node.clear_calls()
+    again = node.check()
+    assert again['slurm'] == 'slurm: gpu-7 stays drained (ocigpu-health: %s)' % reason
+    assert [c for c in node.slurm_state()['calls'] if c[0] == 'update'] == []
+    # Healed (a healthy node, the same Slurm state): resumed, because this program drained it.
+    healed = node.tmp / 'healed'
+    healed.mkdir()
+    out = Node(healed, state_file=node.state_file).check()
+    assert out['rc'] == 0 and out['slurm'].startswith('slurm: resumed gpu-7 (was: ocigpu-health: ')
+    assert node.slurm_state()['state'] == 'IDLE' and node.slurm_state()['reason'] == ''
+
+
+def test_a_node_a_person_drained_stays_drained(node):
+    node.slurm(state='IDLE+DRAIN', reason='bad DIMM, ticket 4711')
+    node.gpus.pop()
+    out = node.check()
+    assert out['rc'] == 1 and out['slurm'] == 'slurm: gpu-7 was drained by someone else (bad DIMM, ticket 4711), left as it is'
+    node.gpus.append(HEALTHY_GPU.format(i=7, bus=0x7f))
+    out = node.check()
+    assert out['rc'] == 0 and out['slurm'] == 'slurm: gpu-7 left drained (bad DIMM, ticket 4711)'
+    state = node.slurm_state()
+    assert state['reason'] == 'bad DIMM, ticket 4711' and [c for c in state['calls'] if c[0] == 'update'] == []
+
+
+def test_a_check_that_cannot_run_neither_drains_nor_resumes(node):
+    node.slurm(state='IDLE+DRAIN', reason='ocigpu-health: xid Xid 79')
+    node._write()
+    os.remove(str(node.tmp / 'kern.log'))  # the kernel log cannot be read: the XID check cannot run
+    tmp = node.tmp
+    proc = subprocess.run(
+        [sys.executable, PROGRAM, '--expect', str(tmp / 'expect.json'), '--nvidia-smi', str(tmp / 'nvidia-smi'),
+         '--scontrol', str(tmp / 'scontrol'), '--sysfs-root', str(tmp / 'sys'), '--mounts', str(tmp / 'mounts'),
+         '--ip', str(tmp / 'ip'), '--kernel-log', str(tmp / 'kern.log'), '--metrics', '', '--json'],
+        capture_output=True, text=True, env=dict(os.environ, OCIGPU_HEALTH_LIB=str(node.lib)), timeout=60, check=False)
+    out = json.loads(proc.stdout)
+    xid = [r for r in out['results'] if r['check'] == 'xid'][0]
+    assert proc.returncode == 0 and xid['ok'] is None and 'kernel log not readable' in xid['reason']
+    assert out['slurm'] == 'slurm: gpu-7 left drained (ocigpu-health: xid Xid 79)'
+
+
+def test_application_xids_are_ignored_and_unknown_nodes_are_reported(node):
+    node.kernel_log += '[ 50.0] NVRM: Xid (PCI:0000:0f:00): 13, pid=4242, Graphics Exception\n'
+    node.slurm(state='IDLE', reason='', known=False)
+    out = node.check()
+    assert out['rc'] == 0 and out['by_check']['xid']['ok'] is True
+    assert out['slurm'] == 'slurm: node gpu-7 unknown to slurmctld, nothing done'
+
+
+def test_no_slurm_only_reports(node):
+    node.gpus.pop()
+    out = node.check('--no-slurm')
+    assert out['rc'] == 1 and out['slurm'] is None and node.slurm_state()['calls'] == []
+
+
+def test_an_older_driver_without_the_extra_fields_still_checks_the_base_ones(node, tmp_path):
+    # nvidia-smi rejects the optional fields: the program asks again for the base ones.
+    node._write()
+    (tmp_path / 'nvidia-smi').write_text(
+        '#!/bin/sh\ncase "$1" in *remapped_rows*) echo \'Field "remapped_rows.pending" is not a valid field to query.\' >&2;'
+        ' exit 2;; esac\n' + ''.join('echo "%d, 00000000:%02X:00.0, Tesla V100-SXM2-16GB, 0"\n' % (i, i) for i in range(8)))
+    tmp = tmp_path
+    proc = subprocess.run(
+        [sys.executable, PROGRAM, '--expect', str(tmp / 'expect.json'), '--nvidia-smi', str(tmp / 'nvidia-smi'),
+         '--no-slurm', '--sysfs-root', str(tmp / 'sys'), '--mounts', str(tmp / 'mounts'), '--ip', str(tmp / 'ip'),
+         '--kernel-log', str(tmp / 'kern.log'), '--metrics', '', '--json'],
+        capture_output=True, text=True, env=dict(os.environ, OCIGPU_HEALTH_LIB=str(node.lib)), timeout=60, check=False)
+    out = json.loads(proc.stdout)
+    by = dict((r['check'], r) for r in out['results'])
+    assert proc.returncode == 0 and by['gpu_count']['ok'] is True and by['ecc']['ok'] is True
+    assert by['pcie_width']['ok'] is None and 'not reported by this driver' in by['pcie_width']['reason']
