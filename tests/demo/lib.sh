@@ -121,6 +121,9 @@ containerd_rootless_remote_fstypes: [nfs, nfs4, overlay]
 # No GPUs and no NVIDIA repository here: the toolkit's GPU-less path.
 nvidia_container_toolkit_manage_repo: false
 nvidia_container_toolkit_install: false
+# slurmd runs the node health checks every 5 seconds here (300 by default), so that the demo sees
+# a sick stand-in drained and a healed one resumed within seconds.
+node_health_interval: 5
 # The enroot and pyxis stand-ins, pinned by their sums as a site pins the real releases.
 enroot_sysctl_apply: false
 enroot_package_src_dir: $a/enroot

@@ -15,10 +15,12 @@
 #      firewall, left on); then `srun -N2 --container-image=<an image made here>` runs across both
 #      nodes, and the demo shows what the firewall lets through and what it refuses
 #      (configure runs twice: the re-run must change nothing)
-#   6. shrink to one node while a job runs on the node that goes: provision drains it in Slurm,
+#   6. a sick node: slurmd's health check (node_health) drains it with its reason and resumes it
+#      once healed; a drain made by hand stays
+#   7. shrink to one node while a job runs on the node that goes: provision drains it in Slurm,
 #      waits for the job, and only then takes it out of the cluster network; configure --tags slurm
 #      then writes slurm.conf without it
-#   7. tear it down with playbooks/teardown.yml and check that nothing billable is left
+#   8. tear it down with playbooks/teardown.yml and check that nothing billable is left
 #
 # nvme_scratch is left out (the stand-ins have no NVMe disks; tests/infra/vm.sh tests it), and so
 # is NCCL validation (no GPUs). enroot and pyxis are the test stand-ins of tests/infra/artifacts:
@@ -163,7 +165,42 @@ probe bastion "$ip1" 9879; [ "$(cat "$work/probe.last")" = open ] || die "the ex
 probe bastion "$ip1" 8080; [ "$(cat "$work/probe.last")" = refused ] || die "port 8080 should stay closed to hosts outside the node's subnet"
 echo "   port 8080 on $node1 answers its own subnet and stays closed to the bastion's (undeclared port, public zone)"
 
-step "8. Shrinking to one node while a job runs on the node that goes"
+step "8. A sick node: slurmd's health check drains it with the reason, and resumes it once healed"
+start=$(date +%s)
+slurm1=$(on_ctl scontrol show node --oneliner | awk -v ip="$ip1" '$0 ~ "NodeAddr=" ip " " { sub(/^NodeName=/, "", $1); print $1 }')
+on_ctl scontrol show config | grep -E '^HealthCheck' | sed 's/^/   /'
+# What a node knows of itself is healthy: the checks that apply to a stand-in (enroot, pyxis) pass.
+ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.command -a 'ocigpu-healthcheck --no-slurm' \
+  > "$work/health-1.log" 2>&1 || { cat "$work/health-1.log"; die "the health check fails on a healthy stand-in"; }
+grep -E '^(ok|FAIL|\?) ' "$work/health-1.log" | sed 's/^/   /'
+# Break it: enroot's program goes missing. slurmd runs the check every node_health_interval seconds.
+ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.command -a 'mv /usr/bin/enroot /usr/bin/enroot.off' > /dev/null
+reason=''
+for _ in $(seq 60); do
+  reason=$(on_ctl sinfo --noheader -R --format='%E|%N' | awk -F'|' -v n="$slurm1" '$2 == n { print $1 }')
+  [ -n "$reason" ] && break; sleep 1
+done
+echo "   sinfo -R: $slurm1 drained: $reason"
+[ "$reason" = "ocigpu-health: container_paths missing enroot" ] || die "expected $slurm1 drained for enroot, got: '$reason'"
+# Heal it: the next run resumes the node, since the check drained it.
+ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.command -a 'mv /usr/bin/enroot.off /usr/bin/enroot' > /dev/null
+state=''
+for _ in $(seq 60); do
+  state=$(on_ctl sinfo --noheader --Node --nodes="$slurm1" --format=%t | head -1)
+  [ "$state" = idle ] && break; sleep 1
+done
+echo "   healed: $slurm1 is $state again"
+[ "$state" = idle ] || die "$slurm1 was not resumed after healing (state $state)"
+# A node a person drained stays drained, healthy or not.
+on_ctl scontrol update NodeName="$slurm1" State=DRAIN Reason="demo: drained by hand"
+sleep "$(( $(grep -E '^node_health_interval:' "$work/standin-vars.yml" | awk '{ print $2 }') * 2 + 1 ))"
+reason=$(on_ctl sinfo --noheader -R --format='%E|%N' | awk -F'|' -v n="$slurm1" '$2 == n { print $1 }')
+echo "   drained by hand, after two check intervals: $reason"
+[ "$reason" = "demo: drained by hand" ] || die "the health check changed a drain made by hand: '$reason'"
+on_ctl scontrol update NodeName="$slurm1" State=RESUME
+record "health check: drain, resume, a drain by hand kept" $(( $(date +%s) - start ))
+
+step "9. Shrinking to one node while a job runs on the node that goes"
 start=$(date +%s)
 slurm2=$(on_ctl scontrol show node --oneliner | awk -v ip="$ip2" '$0 ~ "NodeAddr=" ip " " { sub(/^NodeName=/, "", $1); print $1 }')
 [ -n "$slurm2" ] || die "no Slurm node has the address $ip2"
@@ -191,7 +228,7 @@ echo "   Slurm nodes now: $nodes_left"
 if [ "$(echo "$nodes_left" | wc -l)" -ne 1 ] || [ "$nodes_left" = "$slurm2" ]; then die "slurm.conf still has $slurm2"; fi
 record "shrink 2 -> 1 with a drained busy node" $(( $(date +%s) - start ))
 
-step "9. Tearing down, then checking that nothing billable is left"
+step "10. Tearing down, then checking that nothing billable is left"
 run_playbook "teardown" "$work/teardown.log" playbooks/teardown.yml -e "@$work/cluster.yml"
 grep -o 'Nothing billable of demo is left.' "$work/teardown.log" | head -n1 | sed 's/^/   /'
 for _ in $(seq 30); do [ -z "$(podman ps -aq --filter label=ocigpu-demo=1)" ] && break; sleep 1; done

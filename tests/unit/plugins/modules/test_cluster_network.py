@@ -128,8 +128,8 @@ def test_429_storm_is_ridden_out(run, ocisim, base, cn_args):
     assert ocisim.calls['POST /clusterNetworks'] == 4 and len(live(ocisim, 'cluster_networks')) == 1
 
 
-def test_interrupted_create_is_adopted_with_exact_node_count(run, ocisim, base, cn_args, monkeypatch):
-    # The run dies right after its POST (as if the controller was killed): the waiter never gets going.
+def killed_after_the_post(run, ocisim, monkeypatch, args):
+    """Run the module so that it dies at its first wait on a work request, as a killed run would."""
     class Interrupted(Exception):
         pass
 
@@ -138,10 +138,15 @@ def test_interrupted_create_is_adopted_with_exact_node_count(run, ocisim, base, 
     from ansible_collections.ocigpu.cluster.plugins.module_utils import _waiters
     monkeypatch.setattr(_waiters.Waiter, 'work_request', die)
     with pytest.raises(Interrupted):
-        run(cluster_network, cn_args)
+        run(cluster_network, args)
     monkeypatch.undo()
     monkeypatch.setattr(_oci.CLOCK, 'sleep', ocisim.clock.sleep)
     monkeypatch.setattr(_oci.CLOCK, 'monotonic', ocisim.clock.now)
+
+
+def test_interrupted_create_is_adopted_with_exact_node_count(run, ocisim, base, cn_args, monkeypatch):
+    # The run dies right after its POST (as if the controller was killed): the waiter never gets going.
+    killed_after_the_post(run, ocisim, monkeypatch, cn_args)
     assert [c['lifecycleState'] for c in live(ocisim, 'cluster_networks')] == ['PROVISIONING']
 
     adopted = run(cluster_network, cn_args)
@@ -234,19 +239,7 @@ def test_an_interrupted_removal_is_finished_by_a_re_run(run, ocisim, cn_args, mo
     nothing more; the named node is gone and the size is what was asked."""
     cn = run(cluster_network, dict(cn_args, node_count=3))['cluster_network']
     gone = cn['nodes'][1]['display_name']
-
-    class Interrupted(Exception):
-        pass
-
-    def die(*_args, **_kwargs):
-        raise Interrupted()
-    from ansible_collections.ocigpu.cluster.plugins.module_utils import _waiters
-    monkeypatch.setattr(_waiters.Waiter, 'work_request', die)
-    with pytest.raises(Interrupted):
-        run(cluster_network, dict(cn_args, node_count=2, remove_nodes=[gone]))
-    monkeypatch.undo()
-    monkeypatch.setattr(_oci.CLOCK, 'sleep', ocisim.clock.sleep)
-    monkeypatch.setattr(_oci.CLOCK, 'monotonic', ocisim.clock.now)
+    killed_after_the_post(run, ocisim, monkeypatch, dict(cn_args, node_count=2, remove_nodes=[gone]))
     assert ocisim.state.get(cn['id'])['lifecycleState'] == 'SCALING'
     ocisim.calls.reset()
     finished = run(cluster_network, dict(cn_args, node_count=2, remove_nodes=[gone]))
