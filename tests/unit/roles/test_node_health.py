@@ -85,10 +85,12 @@ class Node(object):
         (tmp / 'expect.json').write_text(json.dumps(self.expect))
         smi = tmp / 'nvidia-smi'
         (tmp / 'gpus.csv').write_text('\n'.join(self.gpus) + '\n')
-        smi.write_text('#!/bin/sh\n%s\n' % ('echo "NVIDIA-SMI has failed" >&2; exit 9' if self.smi_fails else
-                                          'cat %s' % (tmp / 'gpus.csv')))
-        links = [dict(ifname=name, addr_info=[dict(local=a.split('/')[0], prefixlen=int(a.split('/')[1]))])
-                 for name, a in self.addresses.items()]
+        answer = 'echo "NVIDIA-SMI has failed" >&2; exit 9' if self.smi_fails else 'cat %s' % (tmp / 'gpus.csv')
+        smi.write_text('#!/bin/sh\n%s\n' % answer)
+        links = []
+        for name, address in self.addresses.items():
+            ip, prefix = address.split('/')
+            links.append(dict(ifname=name, addr_info=[dict(local=ip, prefixlen=int(prefix))]))
         (tmp / 'ip.json').write_text(json.dumps(links))
         (tmp / 'ip').write_text('#!/bin/sh\ncat %s\n' % (tmp / 'ip.json'))
         (tmp / 'scontrol').write_text(SCONTROL % str(self.state_file))
