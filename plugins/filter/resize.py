@@ -67,6 +67,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import match_nodes
+
 BUSY = ('ALLOCATED', 'MIXED', 'COMPLETING')
 
 
@@ -80,17 +82,6 @@ def slurm_nodes(text):
     return nodes
 
 
-def _match(members, refs):
-    found, gone = [], []
-    for ref in refs:
-        hits = [m for m in members if ref in (m.get('id'), m.get('display_name'), m.get('private_ip'))]
-        if not hits:
-            gone.append(ref)
-        elif hits[0] not in found:
-            found.append(hits[0])
-    return found, gone
-
-
 def resize_plan(members, node_count, remove=None, replace=None, slurm=''):
     members = [dict(m) for m in members or []]
     node_count = int(node_count)
@@ -100,8 +91,8 @@ def resize_plan(members, node_count, remove=None, replace=None, slurm=''):
     for node in members:
         name, state = known.get(node.get('private_ip'), (None, None))
         node.update(slurm_name=name, slurm_state=state)
-    named, gone = _match(members, remove or [])
-    replaced, gone_replace = _match(members, replace or [])
+    named, gone = match_nodes(members, remove or [])
+    replaced, gone_replace = match_nodes(members, replace or [])
     both = [n['display_name'] for n in named if n in replaced]
     if both:
         raise AnsibleFilterError('gpu_remove_nodes and gpu_replace_nodes both name %s' % ', '.join(both))
@@ -121,12 +112,11 @@ def resize_plan(members, node_count, remove=None, replace=None, slurm=''):
     if named:
         going, picked = named, 'named'
     else:
-        def key(node):
-            state = node['slurm_state'] or ''
-            return (node['slurm_name'] is not None and any(b in state for b in BUSY), node['display_name'] or '')
+        def busy(node):
+            return node['slurm_name'] is not None and any(b in (node['slurm_state'] or '') for b in BUSY)
         free = sorted((m for m in members if m not in replaced), key=lambda n: n['display_name'] or '', reverse=True)
         if known:
-            free.sort(key=lambda n: key(n)[0])  # stable: the highest names first among equals
+            free.sort(key=busy)  # stable: the highest names first among equals
         going, picked = free[:shrink], 'fewest jobs' if known else 'by name'
     drain = [n['slurm_name'] for n in going + replaced if n['slurm_name']]
     return dict(remove=going, replace=replaced, grow=max(0, node_count - len(members)),

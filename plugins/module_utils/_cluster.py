@@ -37,6 +37,19 @@ def pool_facts(res):
                 subnet_id=subnet)
 
 
+def match_nodes(nodes, refs, keys=('id', 'display_name', 'private_ip')):
+    """The nodes that refs name (by any of keys), in the order named and each once, and the refs that
+    name no node. Used by the cluster_network module and the resize_plan filter."""
+    found, unknown = [], []
+    for ref in refs:
+        hits = [n for n in nodes if ref in [n.get(k) for k in keys]]
+        if not hits:
+            unknown.append(ref)
+        elif hits[0] not in found:
+            found.append(hits[0])
+    return found, unknown
+
+
 class ClusterOps(object):
 
     def __init__(self, mod=None, session=None, waiter=None, compartment_id=None, wait=True):

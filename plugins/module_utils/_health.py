@@ -71,7 +71,8 @@ def find_xids(kernel_log):
             for line in (kernel_log or '').splitlines() for m in [XID_RE.search(line)] if m]
 
 
-def _read(path):
+def read_text(path):
+    """A file's text, stripped, or None when it cannot be read."""
     try:
         with open(path) as handle:
             return handle.read().strip()
@@ -90,7 +91,7 @@ def read_ib_ports(sysfs_root='/sys/class/infiniband'):
             continue
         for port in sorted(os.listdir(pdir)):
             ports.setdefault(dev, {})[port] = dict(
-                (name, _read(os.path.join(pdir, port, name))) for name in ('state', 'phys_state', 'link_layer', 'rate'))
+                (name, read_text(os.path.join(pdir, port, name))) for name in ('state', 'phys_state', 'link_layer', 'rate'))
     return ports
 
 
@@ -165,7 +166,7 @@ def gather(expect, nvidia_smi='nvidia-smi', sysfs_root='/sys/class/infiniband', 
         observed['addresses'] = parse_ip_addresses(out) if rc == 0 else None
         observed['addresses_error'] = None if rc == 0 else (err.strip() or 'exit %d' % rc)
     if expect.get('scratch_path'):
-        observed['mounts'] = _read(mounts_file) or ''
+        observed['mounts'] = read_text(mounts_file) or ''
     if expect.get('paths'):
         observed['paths'] = dict((p, os.path.exists(p)) for p in expect['paths'])
     return observed

@@ -241,17 +241,8 @@ class ClusterNetwork(ResourceModule):
         """Take the chosen nodes out (remove_nodes, replace_nodes): checked whole before the first detach."""
         p = self.params
         nodes = self.ops.nodes(res.id)
-        members = dict()
-        for node in nodes:
-            for key in (node['id'], node['display_name'], node.get('private_ip'), node.get('hostname_label')):
-                if key:
-                    members[key] = node
-        picked = dict(remove=[], replace=[])
-        for what in ('remove', 'replace'):
-            for ref in p[what + '_nodes']:
-                node = members.get(ref)
-                if node is not None and node not in picked[what]:
-                    picked[what].append(node)
+        keys = ('id', 'display_name', 'private_ip', 'hostname_label')
+        picked = dict((what, _cluster.match_nodes(nodes, p[what + '_nodes'], keys)[0]) for what in ('remove', 'replace'))
         both = [n['display_name'] for n in picked['remove'] if n in picked['replace']]
         if both:
             raise InputError('remove_nodes and replace_nodes both name %s' % ', '.join(both))
