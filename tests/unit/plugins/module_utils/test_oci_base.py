@@ -76,10 +76,30 @@ def test_gives_up_after_attempts_and_time_budget():
     assert clock.t <= 60
 
 
-def test_backoff_grows_and_stays_under_cap():
+def test_backoff_grows_to_the_cap_at_the_top_of_its_jitter(monkeypatch):
+    # decorrelated jitter draws from [base, 3 * previous]; at the top of each draw the delay
+    # triples until the cap, so a growing series and the cap are both checked without chance
+    monkeypatch.setattr(_oci.random, 'uniform', lambda low, high: high)
+    clock = FakeClock()
+    _oci.Retrier(attempts=30, max_seconds=10000, clock=clock).call(flaky([err(429)] * 6))
+    assert clock.sleeps == [3.0, 9.0, 27.0, 30.0, 30.0, 30.0]
+
+
+def test_backoff_draws_stay_between_base_and_three_times_the_last(monkeypatch):
+    draws = []
+
+    def uniform(low, high):
+        draws.append((low, high))
+        return (low + high) / 2
+
+    monkeypatch.setattr(_oci.random, 'uniform', uniform)
     clock = FakeClock()
     _oci.Retrier(attempts=30, max_seconds=10000, clock=clock).call(flaky([err(429)] * 25))
-    assert max(clock.sleeps) <= 30.0 and sum(clock.sleeps[15:]) > sum(clock.sleeps[:5])
+    assert len(clock.sleeps) == 25 and max(clock.sleeps) == 30.0 and min(clock.sleeps) >= 1.0
+    previous = 1.0
+    for (low, high), slept in zip(draws, clock.sleeps):
+        assert low == 1.0 and high == previous * 3
+        previous = slept
 
 
 def test_create_sends_one_retry_token_on_every_attempt(monkeypatch):
