@@ -176,7 +176,7 @@ def test_each_failure_drains_with_its_reason_and_recovery_resumes(node, what, br
     assert [r['check'] for r in out['results'] if r['ok'] is False] == [check]
     state = node.slurm_state()
     assert state['state'] == 'IDLE+DRAIN' and state['reason'] == 'ocigpu-health: ' + reason, state
-    assert out['slurm'].startswith('slurm: drained gpu-7 (ocigpu-health: ')
+    assert out['slurm'].startswith('slurm: gpu-7 drained (ocigpu-health: ')
     assert 'ocigpu_health_ok 0\n' in (node.tmp / 'health.prom').read_text()
     # Still sick: no second update.
     node.clear_calls()
@@ -187,7 +187,7 @@ def test_each_failure_drains_with_its_reason_and_recovery_resumes(node, what, br
     healed = node.tmp / 'healed'
     healed.mkdir()
     out = Node(healed, state_file=node.state_file).check()
-    assert out['rc'] == 0 and out['slurm'].startswith('slurm: resumed gpu-7 (was: ocigpu-health: ')
+    assert out['rc'] == 0 and out['slurm'].startswith('slurm: gpu-7 resumed (was: ocigpu-health: ')
     assert node.slurm_state()['state'] == 'IDLE' and node.slurm_state()['reason'] == ''
 
 
@@ -224,7 +224,7 @@ def test_application_xids_are_ignored_and_unknown_nodes_are_reported(node):
     node.slurm(state='IDLE', reason='', known=False)
     out = node.check()
     assert out['rc'] == 0 and out['by_check']['xid']['ok'] is True
-    assert out['slurm'] == 'slurm: node gpu-7 unknown to slurmctld, nothing done'
+    assert out['slurm'] == 'slurm: gpu-7 unknown to slurmctld, nothing done'
 
 
 def test_no_slurm_only_reports(node):
