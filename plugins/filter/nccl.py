@@ -44,13 +44,22 @@ _value:
     collective: {description: "Program name, when printed.", type: str}
 """
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import parse_output
+from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import expected_largest_size, gate, parse_output
 
 
 def nccl_parse(text):
     return parse_output(text)
 
 
+def nccl_gate(text, threshold_gbps=None, args='', expected_ranks=None, rc=None):
+    """One run judged by the validation report's rules (_nccl.gate), with its reasons as one line."""
+    verdict = gate(parse_output(text), threshold_gbps=threshold_gbps,
+                   expected_max_bytes=expected_largest_size(args) if args else None,
+                   expected_ranks=expected_ranks, rc=rc)
+    verdict['reason'] = '; '.join(verdict['reasons'])
+    return verdict
+
+
 class FilterModule(object):
     def filters(self):
-        return {'nccl_parse': nccl_parse}
+        return {'nccl_parse': nccl_parse, 'nccl_gate': nccl_gate}

@@ -2,7 +2,7 @@
 """dashboards/ocigpu-cluster.json against what the rdma_exporter really serves (issue 17): the exporter
 runs on a fake RDMA tree with a --textfile-dir holding the health checks' health.prom (made by
 _health.metrics_text from a real evaluation) and the nccl.prom that validate.yml writes (the nccl_tests
-role's task content, rendered); every metric that any panel or variable query names must be served."""
+role's task content, rendered), and the active check's nccl-active.prom; every metric that any panel or variable query names must be served."""
 from __future__ import annotations
 
 import importlib.util
@@ -47,6 +47,14 @@ def nccl_prom():
     return jinja2.Template(task['ansible.builtin.copy']['content']).render(__nccl_tests_mine=runs)
 
 
+def nccl_active_prom():
+    """nccl-active.prom as the active check (the nccl_tests role's active entry point) writes it."""
+    tasks = yaml.safe_load((ROOT / 'roles' / 'nccl_tests' / 'tasks' / 'active.yml').read_text())
+    task, = [t for t in tasks if t['name'] == "Write the check's figures for the exporter"]
+    verdict = dict(busbw_gbps=343.33, threshold_gbps=352.0, passed=False)
+    return jinja2.Template(task['ansible.builtin.copy']['content']).render(__nccl_tests_active=verdict)
+
+
 def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
     ib = tmp_path / 'infiniband' / 'mlx5_0' / 'ports' / '1'
     for name, value in (('state', '4: ACTIVE'), ('phys_state', '5: LinkUp'), ('rate', '200 Gb/sec (4X HDR)'),
@@ -62,6 +70,7 @@ def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
     results = _health.evaluate('gpu-1', expect, observed)
     (text_dir / 'health.prom').write_text(_health.metrics_text(results, observed, 1790000000))
     (text_dir / 'nccl.prom').write_text(nccl_prom())
+    (text_dir / 'nccl-active.prom').write_text(nccl_active_prom())
     (text_dir / 'broken.prom').write_text('this is { not prometheus text\n')
     server = rdma_exporter.make_server('127.0.0.1', 0, rdma_exporter.make_registry(str(tmp_path / 'infiniband')),
                                        str(text_dir))
@@ -78,6 +87,7 @@ def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
             served.setdefault(sample.name, []).append(sample)
     assert served['rdma_exporter_textfile_errors'][0].value == 1  # broken.prom left out, the rest served
     assert served['ocigpu_health_ok'][0].value == 0 and served['ocigpu_nccl_busbw_gbps'][0].value == 441.2
+    assert served['ocigpu_nccl_active_busbw_gbps'][0].value == 343.33 and served['ocigpu_nccl_active_passed'][0].value == 0
 
     dashboard = json.loads(DASHBOARD.read_text())
     queries = [t['expr'] for p in dashboard['panels'] for t in p['targets']]
@@ -89,7 +99,7 @@ def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
         named |= names
     missing = sorted(n for n in named if n not in served)
     assert not missing, 'dashboard metrics the exporter does not serve: %s' % missing
-    assert len(named) >= 10 and len(dashboard['panels']) >= 10
+    assert len(named) >= 13 and len(dashboard['panels']) >= 12
 
 
 def test_the_metric_name_reader():

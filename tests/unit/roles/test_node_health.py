@@ -191,16 +191,18 @@ def test_each_failure_drains_with_its_reason_and_recovery_resumes(node, what, br
     assert node.slurm_state()['state'] == 'IDLE' and node.slurm_state()['reason'] == ''
 
 
-def test_a_node_a_person_drained_stays_drained(node):
-    node.slurm(state='IDLE+DRAIN', reason='bad DIMM, ticket 4711')
+@pytest.mark.parametrize('reason', ['bad DIMM, ticket 4711',
+                                    'ocigpu-nccl: busbw 343.33 GB/s at 4 GiB is below the threshold 352.00 GB/s'])
+def test_a_node_a_person_or_the_active_check_drained_stays_drained(node, reason):
+    node.slurm(state='IDLE+DRAIN', reason=reason)
     node.gpus.pop()
     out = node.check()
-    assert out['rc'] == 1 and out['slurm'] == 'slurm: gpu-7 was drained by someone else (bad DIMM, ticket 4711), left as it is'
+    assert out['rc'] == 1 and out['slurm'] == 'slurm: gpu-7 was drained by someone else (%s), left as it is' % reason
     node.gpus.append(HEALTHY_GPU.format(i=7, bus=0x7f))
     out = node.check()
-    assert out['rc'] == 0 and out['slurm'] == 'slurm: gpu-7 left drained (bad DIMM, ticket 4711)'
+    assert out['rc'] == 0 and out['slurm'] == 'slurm: gpu-7 left drained (%s)' % reason
     state = node.slurm_state()
-    assert state['reason'] == 'bad DIMM, ticket 4711' and [c for c in state['calls'] if c[0] == 'update'] == []
+    assert state['reason'] == reason and [c for c in state['calls'] if c[0] == 'update'] == []
 
 
 def test_a_check_that_cannot_run_neither_drains_nor_resumes(node):

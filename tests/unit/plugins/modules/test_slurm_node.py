@@ -4,51 +4,37 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
 from ansible_collections.ocigpu.cluster.plugins.modules import slurm_node
 from tests.unit.plugins.modules._helpers import run_module
 
-SCONTROL = r'''#!%s
-import json, sys
-path = %r
-s = json.load(open(path))
-args = sys.argv[1:]
-s['calls'].append(args)
-if args[:2] == ['show', 'node']:
-    if args[-1] != s['name']:
-        print('Node %%s not found' %% args[-1], file=sys.stderr)
-        sys.exit(1)
-    reason = (' Reason=%%s [root@2026-11-23T10:00:00]' %% s['reason']) if s['reason'] else ''
-    print('NodeName=%%s Arch=x86_64 NodeAddr=10.0.2.7 State=%%s Partitions=gpu%%s' %% (s['name'], s['state'], reason))
-elif args[0] == 'update':
-    fields = dict(a.split('=', 1) for a in args[1:])
-    base = s['state'].split('+')[0]
-    if fields['State'] == 'DRAIN':
-        s['state'], s['reason'] = base + '+DRAIN', fields['Reason']
-    else:
-        s['state'], s['reason'] = base, ''
-json.dump(s, open(path, 'w'))
-'''
+SCONTROL = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'standins', 'scontrol')
 NCCL = 'ocigpu-nccl:'
 
 
 class Slurm(object):
+    """One node, gpu-1, in the scontrol stand-in's state file."""
+
     def __init__(self, tmp, state='IDLE', reason=''):
         self.path = tmp / 'slurm.json'
-        self.program = tmp / 'scontrol'
-        self.program.write_text(SCONTROL % (sys.executable, str(self.path)))
-        os.chmod(str(self.program), 0o755)
-        self.path.write_text(json.dumps(dict(name='gpu-1', state=state, reason=reason, calls=[])))
+        self.program = SCONTROL
+        self.path.write_text(json.dumps(dict(nodes={'gpu-1': dict(state=state, reason=reason, addr='10.0.2.7')},
+                                             calls=[])))
 
     @property
     def now(self):
-        return json.loads(self.path.read_text())
+        s = json.loads(self.path.read_text())
+        return dict(s['nodes']['gpu-1'], calls=s['calls'])
 
     def updates(self):
         return [c for c in self.now['calls'] if c[0] == 'update']
+
+
+@pytest.fixture(autouse=True)
+def state_file(tmp_path, monkeypatch):
+    monkeypatch.setenv('OCIGPU_SCONTROL_STATE', str(tmp_path / 'slurm.json'))
 
 
 def call(slurm, capsys, check=False, **args):
@@ -75,7 +61,7 @@ def test_drain_then_drain_again_then_resume(tmp_path, capsys):
     assert call(slurm, capsys, state='drained', owner=NCCL, reason=figures)['changed'] is True
     assert slurm.now['reason'] == figures
     out = call(slurm, capsys, state='resumed', owner=NCCL)
-    assert out['action'] == 'resume' and slurm.now == dict(slurm.now, state='IDLE', reason='')
+    assert out['action'] == 'resume' and (slurm.now['state'], slurm.now['reason']) == ('IDLE', '')
     assert call(slurm, capsys, state='resumed', owner=NCCL)['changed'] is False and len(slurm.updates()) == 3
 
 
