@@ -4,8 +4,7 @@
 #
 #   bash tests/device/nccl_validate.sh          (results under $OUT, or ./device-out)
 #
-# Needs, carried with the working tree: .whl/ (ansible-core 2.19 and the wheels it lacks there)
-# and .nccl-src/v<version>.tar.gz (the nccl-tests source archive the role checks by sha256).
+# Needs what tests/device/lib.sh needs (.whl/ and .nccl-src/ carried with the working tree).
 #
 # What it does, in one call:
 #   1. validate.yml against localhost with the shape table's gate (BM.GPU.H200.8: 440 GB/s, an
@@ -16,53 +15,12 @@
 #      for 4x H200, about 90 % of the 365 GB/s measured there) plus a "cluster" run through the
 #      role's mpirun launcher on this one host: expected to PASS.
 #   4. compare the role's busbw with the direct run, size by size (must agree within 2 %).
-# NVLink multicast stays off (NCCL_NVLS_ENABLE=0): the lent machines require it.
 set -uo pipefail
-OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/log.txt") 2>&1
-
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 PYTHONUNBUFFERED=1 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
+# shellcheck source=tests/device/lib.sh
+. tests/device/lib.sh
 SIZES=${NCCL_SIZES:--b 1G -e 16G -f 2 -n 50}
 SINGLE_GBPS=${NCCL_SINGLE_GBPS:-330}
-VERSION=2.19.6
-
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site
-mkdir -p /tmp/ac/ansible_collections/ocigpu
-ln -sfn "$PWD" /tmp/ac/ansible_collections/ocigpu/cluster
-export ANSIBLE_COLLECTIONS_PATH=/tmp/ac
-
-NGPU=$(nvidia-smi -L | grep -c '^GPU ')
-# The H200 shape's NCCL_SOCKET_IFNAME=eth0 names OCI's front NIC; use this machine's first up NIC.
-IFACE=$(for d in /sys/class/net/*; do n=${d##*/}; [ "$n" != lo ] && [ "$(cat "$d/operstate")" = up ] && echo "$n" && break; done)
-IFACE=${IFACE:-lo}
-{
-  echo "== nvidia-smi"; nvidia-smi -L; nvidia-smi topo -m
-  echo "== nvcc"; command -v nvcc || ls /usr/local/cuda/bin/nvcc; /usr/local/cuda/bin/nvcc --version | tail -2
-  echo "== nccl"; ldconfig -p | grep libnccl
-  echo "== mpi"; command -v mpicc mpirun; mpirun --version 2>&1 | head -1
-  echo "== python $(python3 --version) ansible $(python3 -m ansible --version 2>&1 | head -1)"
-  echo "== gpus $NGPU iface $IFACE"
-} > "$OUT/env.txt" 2>&1
-cat "$OUT/env.txt"
-
-cat > /tmp/inventory.yml <<EOF
-all:
-  hosts:
-    localhost:
-      ansible_connection: local
-      ansible_become: false
-      ansible_python_interpreter: $(command -v python3)
-EOF
-
-common=(-i /tmp/inventory.yml playbooks/validate.yml -e validate_hosts=localhost -e validate_node_facts=false
-  -e nccl_tests_shape=BM.GPU.H200.8 -e "nccl_tests_gpu_count=$NGPU" -e "nccl_tests_args='$SIZES'"
-  -e nccl_tests_archive_src="$PWD/.nccl-src/v$VERSION.tar.gz" -e nccl_tests_install_dir=/opt/nccl-tests
-  -e '{"nccl_tests_health_hcas": []}' -e nccl_tests_scratch_path=
-  -e 'nccl_tests_nvcc_gencode=-gencode=arch=compute_90,code=sm_90' -e nccl_tests_build_jobs=32
-  -e "{\"nccl_tests_env\": {\"NCCL_NVLS_ENABLE\": \"0\", \"NCCL_SOCKET_IFNAME\": \"$IFACE\"}}")
+common=(-i /tmp/inventory.yml playbooks/validate.yml "${role_args[@]}" -e "nccl_tests_args='$SIZES'")
 
 echo "=== 1. validate.yml with the shape's gate (expected to fail below 8 GPUs)"
 python3 -m ansible playbook "${common[@]}" -e nccl_tests_report_dir=/tmp/report-shape-gate \
@@ -71,7 +29,7 @@ echo "validate.yml (shape gate) exit status: $?"
 
 echo "=== 2. direct all_reduce_perf"
 read -ra size_args <<< "$SIZES"
-/opt/nccl-tests/$VERSION/build/all_reduce_perf "${size_args[@]}" -g "$NGPU" | tee "$OUT/direct.txt"
+"/opt/nccl-tests/$VERSION/build/all_reduce_perf" "${size_args[@]}" -g "$NGPU" | tee "$OUT/direct.txt"
 echo "direct exit status: ${PIPESTATUS[0]}"
 
 echo "=== 3. validate.yml with the $NGPU-GPU threshold $SINGLE_GBPS GB/s, plus the mpirun launcher on one host"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The active node health check (validate.yml --tags health) on a lent GPU machine, which runs no Slurm:
+#
+#   bash tests/device/nccl_active.sh          (results under $OUT, or ./device-out)
+#
+# Needs what tests/device/lib.sh needs (.whl/ and .nccl-src/ carried with the working tree).
+#   1. against the default fraction (0.8) of the shape's gate (BM.GPU.H200.8: 440 GB/s, an 8-GPU
+#      figure): expected to FAIL below 8 GPUs, with the figure; nccl-tests is built by the role here
+#   2. a direct all_reduce_perf with the check's sizes: the figure to compare with
+#   3. against 0.8 x the direct figure: must PASS
+#   4. against 2 x the direct figure: must FAIL, naming the node
+# Each step prints its figure and its time; the script exits non-zero when an expectation fails.
+set -uo pipefail
+# shellcheck source=tests/device/lib.sh
+. tests/device/lib.sh
+ARGS="-b 1G -e 4G -f 2 -n 20 -w 5"
+failures=0
+check() {  # check NAME EXPECT(pass|fail) EXTRA-ARGS...: the active check, judged by its exit status
+  local name=$1 expect=$2 start rc
+  shift 2
+  start=$(date +%s)
+  python3 -m ansible playbook -i /tmp/inventory.yml playbooks/validate.yml --tags health "${role_args[@]}" \
+    -e nccl_tests_metrics_dir="$OUT/metrics-$name" "$@" > "$OUT/$name.log" 2>&1
+  rc=$?
+  echo "== $name: exit $rc in $(( $(date +%s) - start )) s (expected to $expect)"
+  grep -E '(PASS|FAIL): all_reduce busbw|Slurm:|failed the active NCCL check' "$OUT/$name.log" | sed 's/^ *//' | sort -u
+  grep -v '^#' "$OUT/metrics-$name/nccl-active.prom" 2>/dev/null
+  if { [ "$expect" = pass ] && [ $rc -ne 0 ]; } || { [ "$expect" = fail ] && [ $rc -eq 0 ]; }; then
+    echo "UNEXPECTED: $name"; tail -40 "$OUT/$name.log"; failures=$((failures + 1))
+  fi
+}
+
+echo "=== 1. the default fraction of the shape's gate (expected to fail below 8 GPUs; builds nccl-tests)"
+check shape-gate "$([ "$NGPU" -ge 8 ] && echo pass || echo fail)"
+
+echo "=== 2. direct all_reduce_perf with the same sizes"
+read -ra size_args <<< "$ARGS"
+"/opt/nccl-tests/$VERSION/build/all_reduce_perf" "${size_args[@]}" -g "$NGPU" > "$OUT/direct.txt" 2>&1
+direct=$(awk '!/^#/ && NF >= 13 && $1 ~ /^[0-9]+$/ { b = $8 } END { print b }' "$OUT/direct.txt")
+echo "direct busbw at the largest size: $direct GB/s"
+[ -n "$direct" ] || { echo "UNEXPECTED: no direct figure"; cat "$OUT/direct.txt"; exit 1; }
+
+low=$(python3 -c "print(round(0.8 * $direct, 2))")
+high=$(python3 -c "print(round(2 * $direct, 2))")
+echo "=== 3. against 0.8 x direct = $low GB/s (must pass)"
+check below-direct pass -e nccl_tests_active_threshold_gbps="$low"
+echo "=== 4. against 2 x direct = $high GB/s (must fail)"
+check above-direct fail -e nccl_tests_active_threshold_gbps="$high"
+grep -q 'localhost failed the active NCCL check' "$OUT/above-direct.log" || { echo "UNEXPECTED: the failure does not name the node"; failures=$((failures + 1)); }
+echo "expectations not met: $failures"
+exit $((failures > 0))
