@@ -143,6 +143,9 @@ options:
 notes:
   - Host variables C(oci_*) hold what the API says about the instance; C(ocigpu_*) hold what this
     collection derives from it (role, cluster, shape-table facts, RDMA index).
+  - A node that replaced another (C(provision.yml) with C(gpu_replace_nodes)) carries the freeform tag
+    C(ocigpu-slurm-name); it stays in C(gpu_nodes) and gets C(ocigpu_slurm_name), the Slurm name it carries on,
+    which C(configure.yml) makes its host name.
   - The RDMA index C(ocigpu_rdma_index) is the last octet of the primary private IP, the C(y) of
     the address C(192.168.x.y) that interface C(x) gets in the RDMA network (OCI's GPU cluster tutorial).
   - Strings that come from the API are marked unsafe, so a display name or tag cannot inject a template.
@@ -185,6 +188,7 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 from ansible.utils.display import Display
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _inventory
+from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import SLURM_NAME_TAG
 from ansible_collections.ocigpu.cluster.plugins.module_utils._shapes import SHAPES, get_shape, is_gpu_shape
 
 try:
@@ -460,6 +464,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                       ocigpu_rdma_interfaces=list(facts['rdma_interfaces']))
         if host['role'] == _inventory.ROLE_GPU and host['private_ip']:
             hv['ocigpu_rdma_index'] = int(host['private_ip'].rsplit('.', 1)[-1])
+        slurm_name = (host['freeform_tags'] or {}).get(SLURM_NAME_TAG)
+        if host['role'] == _inventory.ROLE_GPU and slurm_name:
+            hv['ocigpu_slurm_name'] = slurm_name
         if (self.get_option('proxy_jump') and not public and bastion is not None and bastion['public_ip']):
             hv['ansible_ssh_common_args'] = '-o ProxyJump=%s@%s' % (self._user(bastion), bastion['public_ip'])
             hv['ocigpu_bastion'] = bastion['public_ip']

@@ -41,16 +41,11 @@ import subprocess
 import sys
 import tempfile
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import ClusterOps
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     CLUSTER_TAG, InputError, attr, cluster_tags, is_live)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError, WaitFailed, Waiter
-
-try:
-    from oci.core import models as M
-except ImportError:
-    M = None
 
 NODES_TAG = 'ocigpu-slurm-nodes'
 NODE_TAG = 'ocigpu-slurm-node'  # on each instance: its Slurm name, read by the node from the metadata service
@@ -354,17 +349,9 @@ class Autoscaler(object):
 
         A node learns its Slurm name from the instance metadata service (freeformTags) and starts
         slurmd with it; only instances whose tag or name differ are updated."""
-        compute = self.session.compute
         for m in mapping:
-            inst = self.session.call(compute.get_instance, m['id'])
-            tags = dict(inst.freeform_tags or {})
-            want = dict(self._pull_tags(), **{NODE_TAG: m['name']})
-            display_name = '%s-%s' % (self.config['cluster_name'], m['name'])
-            if all(tags.get(k) == v for k, v in want.items()) and inst.display_name == display_name:
-                continue
-            tags.update(want)
-            self.session.call(compute.update_instance, m['id'], M.UpdateInstanceDetails(
-                display_name=display_name, freeform_tags=tags))
+            _launch.label_instance(self.session, m['id'], display_name='%s-%s' % (self.config['cluster_name'], m['name']),
+                                   freeform_tags=dict(self._pull_tags(), **{NODE_TAG: m['name']}))
 
     def _pull_tags(self):
         """Where a node that configures itself at boot finds the controller (roles/slurm_autoscaler/files/ocigpu_pull.py):

@@ -26,6 +26,9 @@ except ImportError:
     M = None
 
 LIVE_NODE_STATES = ('PROVISIONING', 'STARTING', 'RUNNING', 'STOPPING', 'STOPPED')
+# On an instance that replaced another: the Slurm name it carries on (the old node's host name). The
+# inventory plugin gives it to configure.yml as ocigpu_slurm_name, which makes it the host name.
+SLURM_NAME_TAG = 'ocigpu-slurm-name'
 
 
 def pool_facts(res):
@@ -135,6 +138,22 @@ class ClusterOps(object):
         self._wait_work_request(response, what)
         return self.wait_running(res.id)
 
+    def replace(self, res, node):
+        """Detach one node without a size decrement, so the pool launches a new instance, and give that
+        instance the old display name and the old Slurm name (SLURM_NAME_TAG: the old node's own tag,
+        else its host name). Returns the cluster network and {old_id, new_id, display_name, slurm_name}."""
+        before = set(n['id'] for n in self.nodes(res.id))
+        slurm_name = node.get('slurm_name') or node.get('hostname_label') or node['display_name']
+        res = self.detach(res, node['id'], decrement=False)
+        new = [n for n in self.nodes(res.id) if n['id'] not in before]
+        if len(new) != 1:
+            raise InputError('replacement of %s: the cluster network shows %d new instances, not 1; nothing labelled'
+                             % (node['display_name'], len(new)))
+        _launch.label_instance(self.session, new[0]['id'], display_name=node['display_name'],
+                               freeform_tags={SLURM_NAME_TAG: slurm_name})
+        return res, dict(old_id=node['id'], new_id=new[0]['id'], display_name=node['display_name'],
+                         slurm_name=slurm_name)
+
     def terminate(self, cluster_network_id, wait=True):
         current = self.session.get_or_none(self.cm.get_cluster_network, cluster_network_id)
         if current is None or current.lifecycle_state == 'TERMINATED':
@@ -150,8 +169,10 @@ class ClusterOps(object):
         items = self.session.list_all(self.cm.list_cluster_network_instances, self.compartment_id, cluster_network_id)
         items = [i for i in items if (i.state or '').upper() in LIVE_NODE_STATES]
         ips = _launch.instance_ips(self.session, self.compartment_id, [i.id for i in items])
+        tags = _launch.instance_tags(self.session, self.compartment_id, [i.id for i in items])
         nodes = [dict(dict(id=i.id, display_name=i.display_name, state=i.state, fault_domain=i.fault_domain,
-                           shape=i.shape), **ips[i.id]) for i in items]
+                           shape=i.shape, slurm_name=tags.get(i.id, {}).get(SLURM_NAME_TAG)), **ips[i.id])
+                 for i in items]
         return sorted(nodes, key=lambda n: (n['display_name'] or '', n['id']))
 
     def describe(self, res):

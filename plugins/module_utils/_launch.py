@@ -225,3 +225,26 @@ def instance_ips(session, compartment_id, instance_ids):
         result[att.instance_id] = dict(private_ip=vnic.private_ip, public_ip=vnic.public_ip,
                                        hostname_label=vnic.hostname_label, subnet_id=vnic.subnet_id)
     return result
+
+
+def instance_tags(session, compartment_id, instance_ids):
+    """{instance_id: freeform_tags} of these instances: one paginated instance list for the compartment."""
+    wanted = set(instance_ids)
+    if not wanted:
+        return {}
+    return dict((i.id, dict(i.freeform_tags or {})) for i in session.list_all(session.compute.list_instances, compartment_id)
+                if i.id in wanted)
+
+
+def label_instance(session, instance_id, display_name=None, freeform_tags=None):
+    """Give an instance a display name and freeform tags (merged into its own) in one UpdateInstance call,
+    and only when they differ. Returns whether it changed."""
+    inst = session.call(session.compute.get_instance, instance_id)
+    tags = dict(inst.freeform_tags or {})
+    want = dict(freeform_tags or {})
+    if all(tags.get(k) == v for k, v in want.items()) and display_name in (None, inst.display_name):
+        return False
+    tags.update(want)
+    session.call(session.compute.update_instance, instance_id, M.UpdateInstanceDetails(
+        display_name=display_name or inst.display_name, freeform_tags=tags))
+    return True

@@ -23,6 +23,12 @@ description:
     it so that the pool launches a replacement from the instance configuration. A named node that is no longer a
     member is skipped, so a re-run after an interrupted one finishes the job and then changes nothing. The module
     does not drain Slurm; the C(provision.yml) playbook drains the nodes before it calls the module.
+  - A replacement carries on under the old node's names - the module gives the new instance the old display name
+    and the freeform tag C(ocigpu-slurm-name) with the old Slurm name (the old node's own tag, else its host name),
+    in one UpdateInstance call. C(configure.yml) makes that name the new node's host name, so Slurm sees the same
+    node. A replacement named again in O(replace_nodes) by its display name or host name is left alone with a
+    warning (the same list on a re-run must not replace the new node); named by OCID or private IP it is replaced,
+    and hands the same Slurm name on.
   - A failed work request (for example C(Out of host capacity.)) fails the task with OCI's message and the work
     request id; with O(cleanup_on_failure) the module first terminates what the request created, so nothing
     billable is left.
@@ -143,6 +149,7 @@ cluster_network:
         fault_domain: {description: Fault domain., type: str}
         private_ip: {description: Private IP., type: str}
         hostname_label: {description: Host name., type: str}
+        slurm_name: {description: "The Slurm name a replacement carries on (tag C(ocigpu-slurm-name)); null for others.", type: str}
 removed_nodes:
   description: Display names of the nodes this run took out of the cluster network (O(remove_nodes)).
   returned: success with O(state=present)
@@ -153,6 +160,16 @@ replaced_nodes:
   returned: success with O(state=present)
   type: list
   elements: str
+replacements:
+  description: Each replacement this run made - the old and the new instance, and the names the new one carries on.
+  returned: success with O(state=present)
+  type: list
+  elements: dict
+  contains:
+    old_id: {description: The instance taken out., type: str}
+    new_id: {description: The instance the pool launched for it (null in check mode)., type: str}
+    display_name: {description: The display name the new instance carries on., type: str}
+    slurm_name: {description: The Slurm name the new instance carries on (its tag C(ocigpu-slurm-name))., type: str}
 work_request_id:
   description: The last work request the module waited on.
   returned: when a work request ran
@@ -243,6 +260,14 @@ class ClusterNetwork(ResourceModule):
         nodes = self.ops.nodes(res.id)
         keys = ('id', 'display_name', 'private_ip', 'hostname_label')
         picked = dict((what, _cluster.match_nodes(nodes, p[what + '_nodes'], keys)[0]) for what in ('remove', 'replace'))
+        # A replacement named by a name is the node the last run made for that name: kept (see the docs).
+        by_address = set(r for r in p['replace_nodes'] if r.startswith('ocid1.') or r.count('.') == 3)
+        kept = [n for n in picked['replace'] if n.get('slurm_name') and not by_address & set([n['id'], n['private_ip']])]
+        for node in kept:
+            self.module.warn('replace_nodes: %s is the replacement made for that name (%s, Slurm name %s); it is kept. '
+                             'Name it by its OCID or private IP to replace it.' % (node['display_name'], node['id'],
+                                                                                 node['slurm_name']))
+        picked['replace'] = [n for n in picked['replace'] if n not in kept]
         both = [n['display_name'] for n in picked['remove'] if n in picked['replace']]
         if both:
             raise InputError('remove_nodes and replace_nodes both name %s' % ', '.join(both))
@@ -261,11 +286,15 @@ class ClusterNetwork(ResourceModule):
         self.changed = True
         self.detached = len(picked['remove'])
         if self.check_mode:
+            self.replacements = [dict(old_id=n['id'], new_id=None, display_name=n['display_name'],
+                                      slurm_name=n.get('slurm_name') or n.get('hostname_label') or n['display_name'])
+                                 for n in picked['replace']]
             return res
         for node in picked['remove']:
             res = self.ops.detach(res, node['id'], decrement=True)
         for node in picked['replace']:
-            res = self.ops.detach(res, node['id'], decrement=False)
+            res, made = self.ops.replace(res, node)
+            self.replacements.append(made)
         self.detached = 0
         return res
 
@@ -294,10 +323,11 @@ class ClusterNetwork(ResourceModule):
                     availability_domain=want['availability_domain'], subnet_id=want['subnet_id'], nodes=[])
 
     def execute(self):
-        self.removed_nodes, self.replaced_nodes, self.detached = [], [], 0
+        self.removed_nodes, self.replaced_nodes, self.replacements, self.detached = [], [], [], 0
         result = super(ClusterNetwork, self).execute()
         if self.params['state'] == 'present':
-            result.update(removed_nodes=self.removed_nodes, replaced_nodes=self.replaced_nodes)
+            result.update(removed_nodes=self.removed_nodes, replaced_nodes=self.replaced_nodes,
+                          replacements=self.replacements)
         if self.ops.work_request_id:
             result['work_request_id'] = self.ops.work_request_id
         return result

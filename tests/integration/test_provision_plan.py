@@ -86,8 +86,12 @@ def test_capacity_is_known_before_anything_is_created(simulator, tmp_path):
 
 
 def names(sim):
-    state = everything(sim)
-    return sorted(i.display_name for i in state['instances'] if i.shape == 'BM.GPU4.8' and i.lifecycle_state == 'RUNNING')
+    return sorted(running(sim))
+
+
+def running(sim):
+    return dict((i.display_name, i) for i in everything(sim)['instances']
+                if i.shape == 'BM.GPU4.8' and i.lifecycle_state == 'RUNNING')
 
 
 def test_resize_grows_shrinks_by_chosen_nodes_and_replaces_a_node(simulator, tmp_path):
@@ -119,11 +123,22 @@ def test_resize_grows_shrinks_by_chosen_nodes_and_replaces_a_node(simulator, tmp
     assert 'gpu_remove_nodes: no-such-node is not a node of the cluster network' in out['stdout']
     assert mutations(simulator) == 0
 
-    # A failed node is replaced: same size, a new instance.
+    # A failed node is replaced: same size, a new instance that carries on its display name and, as a
+    # tag, its Slurm name (its host name: the simulator's pool labels inst-<id>-<pool> as inst-<id>).
+    before = running(simulator)
     out = playbook(PROVISION, simulator, tmp_path,
                    **plan(availability_domain=ad, gpu_node_count=2, gpu_replace_nodes=[three[2]]))
     now = names(simulator)
-    assert len(now) == 2 and three[1] in now and three[2] not in now
+    after = running(simulator)
+    assert now == three[1:] and after[three[1]].id == before[three[1]].id
+    assert after[three[2]].id != before[three[2]].id
+    assert after[three[2]].freeform_tags['ocigpu-slurm-name'] == '-'.join(three[2].split('-')[:2])
+    assert 'ocigpu-slurm-name' not in after[three[1]].freeform_tags
+    # The same list again: the node of that name is the replacement, kept (no Slurm to say otherwise).
+    again = playbook(PROVISION, simulator, tmp_path,
+                     **plan(availability_domain=ad, gpu_node_count=2, gpu_replace_nodes=[three[2]]))
+    assert again['changed'] == 0 and running(simulator)[three[2]].id == after[three[2]].id
+    assert 'kept: it is the replacement made for' in again['stdout']
 
     # No names: the highest display name goes (no Slurm here to ask for jobs).
     out = playbook(PROVISION, simulator, tmp_path, **plan(availability_domain=ad, gpu_node_count=1))

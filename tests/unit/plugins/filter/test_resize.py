@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ocigpu.cluster.plugins.filter.resize import resize_plan, slurm_nodes
+from ansible_collections.ocigpu.cluster.plugins.filter.resize import REPLACE_REASON, resize_plan
+from ansible_collections.ocigpu.cluster.plugins.module_utils._health import parse_slurm_nodes
 
 NODES = [dict(id='ocid1.instance.%d' % n, display_name='inst-%d-c1-cn-pool' % n, private_ip='10.0.1.%d' % n)
          for n in (1, 2, 3, 4)]
@@ -21,14 +22,17 @@ def names(nodes):
     return [n['display_name'] for n in nodes]
 
 
-def test_slurm_nodes_are_found_by_address():
-    assert slurm_nodes(SLURM) == {'10.0.1.1': ('gpu-a', 'MIXED'), '10.0.1.2': ('gpu-b', 'IDLE'),
-                                  '10.0.1.4': ('gpu-d', 'ALLOCATED')}
-    assert slurm_nodes('') == {}
+def test_the_slurm_parser_reads_name_address_state_and_reason():
+    drained = SLURM + '\nNodeName=gpu-e NodeAddr=10.0.1.5 State=IDLE+DRAIN Reason=bad DIMM, ticket 4711 [root@2026-11-23T10:00:00]'
+    assert [(n['name'], n['addr'], n['state'], n['reason']) for n in parse_slurm_nodes(drained)] == [
+        ('gpu-a', '10.0.1.1', 'MIXED', ''), ('gpu-b', '10.0.1.2', 'IDLE', ''), ('gpu-d', '10.0.1.4', 'ALLOCATED', ''),
+        ('gpu-e', '10.0.1.5', 'IDLE+DRAIN', 'bad DIMM, ticket 4711')]
+    assert parse_slurm_nodes('') == []
 
 
 def test_same_size_changes_nothing_and_growth_is_counted():
-    assert resize_plan(NODES, 4) == dict(remove=[], replace=[], grow=0, picked=None, drain=[], gone=[])
+    assert resize_plan(NODES, 4) == dict(remove=[], replace=[], grow=0, picked=None, drain=[], drain_replace=[], kept=[],
+                                         gone=[])
     assert resize_plan(NODES, 6)['grow'] == 2
     assert resize_plan([], 2)['grow'] == 2
 
@@ -55,6 +59,8 @@ def test_replaced_nodes_are_drained_and_never_picked_to_go():
     plan = resize_plan(NODES, 3, replace=['inst-4-c1-cn-pool'], slurm=SLURM)
     assert names(plan['replace']) == ['inst-4-c1-cn-pool'] and names(plan['remove']) == ['inst-3-c1-cn-pool']
     assert plan['drain'] == ['gpu-d']
+    assert plan['drain_replace'] == [dict(slurm_name='gpu-d', instance_id='ocid1.instance.4',
+                                          reason='ocigpu: being replaced (provision.yml) instance ocid1.instance.4')]
 
 
 def test_a_re_run_after_the_nodes_left_changes_nothing():
@@ -76,3 +82,49 @@ def test_names_that_do_not_fit_are_refused_with_the_reason(count, remove, replac
     with pytest.raises(AnsibleFilterError) as err:
         resize_plan(NODES, count, remove=remove, replace=replace)
     assert message in str(err.value)
+
+
+# Node 2 was replaced: the new instance (ocid1.instance.9, a new address) carries the display name and, as
+# its tag, the Slurm name gpu-b.
+REPLACED = [n for n in NODES if n['id'] != 'ocid1.instance.2'] + [
+    dict(id='ocid1.instance.9', display_name='inst-2-c1-cn-pool', private_ip='10.0.1.9', slurm_name='gpu-b')]
+
+
+def slurm_with(state, reason=''):
+    line = 'NodeName=gpu-b Arch=x86_64 NodeAddr=10.0.1.2 State=%s Partitions=gpu' % state
+    line += (' Reason=%s [root@2026-11-24T00:00:00]' % reason) if reason else ''
+    return SLURM.replace(SLURM.splitlines()[1], line)
+
+
+def test_a_replacement_is_found_in_slurm_by_the_name_it_carries():
+    plan = resize_plan(REPLACED, 3, remove=['inst-2-c1-cn-pool'], slurm=slurm_with('IDLE'))
+    assert plan['drain'] == ['gpu-b'] and plan['remove'][0]['slurm_state'] == 'IDLE'
+
+
+@pytest.mark.parametrize('state,reason,slurm', [
+    ('IDLE', '', True),                                                  # configured, in use
+    ('IDLE+DRAIN', REPLACE_REASON + 'ocid1.instance.2', True),           # drained for its own replacement
+    (None, None, False),                                                 # Slurm cannot be read
+])
+def test_the_same_replace_list_again_keeps_the_replacement(state, reason, slurm):
+    plan = resize_plan(REPLACED, 4, replace=['inst-2-c1-cn-pool'], slurm=slurm_with(state, reason) if slurm else '')
+    assert plan['replace'] == [] and plan['drain'] == [] and plan['drain_replace'] == []
+    assert [k['display_name'] for k in plan['kept']] == ['inst-2-c1-cn-pool']
+    assert 'replacement made for gpu-b' in plan['kept'][0]['why']
+    assert ('Slurm cannot be read' in plan['kept'][0]['why']) == (not slurm)
+
+
+@pytest.mark.parametrize('reason', ['ocigpu-health: xid Xid 79', 'ocigpu-nccl: busbw 300.00 GB/s at 4 GiB is low',
+                                    'bad DIMM, ticket 4711'])
+def test_a_replacement_drained_for_another_reason_is_replaced(reason):
+    plan = resize_plan(REPLACED, 4, replace=['inst-2-c1-cn-pool'], slurm=slurm_with('IDLE+DRAIN', reason))
+    assert [n['id'] for n in plan['replace']] == ['ocid1.instance.9'] and plan['kept'] == []
+    assert plan['drain_replace'] == [dict(slurm_name='gpu-b', instance_id='ocid1.instance.9',
+                                          reason=REPLACE_REASON + 'ocid1.instance.9')]
+
+
+@pytest.mark.parametrize('ref', ['ocid1.instance.9', '10.0.1.9'])
+def test_a_replacement_named_by_ocid_or_address_is_replaced(ref):
+    for slurm in (slurm_with('IDLE'), ''):
+        plan = resize_plan(REPLACED, 4, replace=[ref], slurm=slurm)
+        assert [n['id'] for n in plan['replace']] == ['ocid1.instance.9'] and plan['kept'] == []

@@ -413,3 +413,17 @@ def test_on_demand_nodes_get_a_group_of_their_own(ocisim, inventory):
     assert result.groups['gpu_nodes'] == sorted(name[i] for i in a['nodes'])
     assert result.groups['gpu_nodes_on_demand'] == [name[pulled[0]]]
     assert name[pulled[0]] in result.groups['cluster_alpha']
+
+
+def test_a_replacement_carries_its_slurm_name_and_stays_a_pushed_node(ocisim, inventory):
+    """provision.yml's replacement (gpu_replace_nodes) tags the new instance with the Slurm name of the node it
+    replaced; configure.yml pushes to it (gpu_nodes) and makes ocigpu_slurm_name its host name."""
+    team = ocisim.add_compartment('replaced')['id']
+    a = _cluster(ocisim, 'alpha', 2, team, 0)
+    new = ocisim.seed_instances(1, [team], shape='BM.GPU4.8', name_prefix='alpha-cn-pool', subnet_id=a['private_subnet'],
+                                freeform_tags={'ocigpu-cluster': 'alpha', 'ocigpu-slurm-name': 'inst-old42'})
+    result = inventory(cluster='alpha')
+    hosts = result.by_id()
+    assert hosts[new[0]]['name'] in result.groups['gpu_nodes'] and result.groups.get('gpu_nodes_on_demand', []) == []
+    assert hosts[new[0]]['ocigpu_slurm_name'] == 'inst-old42'
+    assert all('ocigpu_slurm_name' not in hosts[i] for i in a['nodes'])

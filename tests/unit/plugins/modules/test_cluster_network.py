@@ -225,13 +225,36 @@ def test_shrink_names_the_nodes_that_go_and_replace_keeps_the_size(run, ocisim, 
     again = run(cluster_network, dict(cn_args, node_count=2, remove_nodes=going))
     assert not again['changed'] and again['removed_nodes'] == [] and mutations(ocisim) == 0
 
-    replaced = run(cluster_network, dict(cn_args, node_count=2, replace_nodes=[cn['nodes'][0]['id']]))
+    old = cn['nodes'][0]
+    predicted = run(cluster_network, dict(cn_args, node_count=2, replace_nodes=[old['id']]), check=True)
+    assert predicted['replacements'] == [dict(old_id=old['id'], new_id=None, display_name=names[0],
+                                              slurm_name=old['hostname_label'])] and mutations(ocisim) == 0
+    replaced = run(cluster_network, dict(cn_args, node_count=2, replace_nodes=[old['id']]))
     assert replaced['changed'] and replaced['replaced_nodes'] == [names[0]]
-    now = [n['display_name'] for n in replaced['cluster_network']['nodes']]
-    assert len(now) == 2 and names[2] in now and names[0] not in now
+    nodes = dict((n['display_name'], n) for n in replaced['cluster_network']['nodes'])
+    # The new instance carries on the old display name, and the old host name as its Slurm name.
+    new = nodes[names[0]]
+    assert sorted(nodes) == [names[0], names[2]] and new['id'] != old['id'] and new['slurm_name'] == old['hostname_label']
+    assert new['hostname_label'] != old['hostname_label'] and nodes[names[2]]['slurm_name'] is None
+    assert replaced['replacements'] == [dict(old_id=old['id'], new_id=new['id'], display_name=names[0],
+                                             slurm_name=old['hostname_label'])]
     ocisim.wait_idle()
     assert len(gpu_instances(ocisim)) == 2
-    assert not run(cluster_network, dict(cn_args, node_count=2, replace_nodes=[cn['nodes'][0]['id']]))['changed']
+    tags = [i['freeformTags'] for i in gpu_instances(ocisim) if i['id'] == new['id']][0]
+    assert tags['ocigpu-slurm-name'] == old['hostname_label'] and tags['ocigpu-cluster'] == 'c1'
+
+    # The same list again - by the old OCID (gone) or by the display name (now the replacement) - changes nothing.
+    ocisim.calls.reset()
+    assert not run(cluster_network, dict(cn_args, node_count=2, replace_nodes=[old['id']]))['changed']
+    by_name = run(cluster_network, dict(cn_args, node_count=2, replace_nodes=[names[0]]))
+    assert not by_name['changed'] and by_name['replacements'] == [] and mutations(ocisim) == 0
+    assert any('is the replacement made for that name' in str(w) and 'it is kept' in str(w) for w in by_name['warnings'])
+
+    # Named by its OCID, the replacement is replaced too, and hands the same Slurm name on.
+    again = run(cluster_network, dict(cn_args, node_count=2, replace_nodes=[new['id']]))
+    assert again['changed'] and again['replacements'][0]['slurm_name'] == old['hostname_label']
+    third = dict((n['display_name'], n) for n in again['cluster_network']['nodes'])[names[0]]
+    assert third['id'] not in (old['id'], new['id']) and third['slurm_name'] == old['hostname_label']
 
 
 def test_an_interrupted_removal_is_finished_by_a_re_run(run, ocisim, cn_args, monkeypatch):
