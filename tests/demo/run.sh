@@ -200,10 +200,47 @@ echo "   drained by hand, after two check intervals: $reason"
 on_ctl scontrol update NodeName="$slurm1" State=RESUME
 record "health check: drain, resume, a drain by hand kept" $(( $(date +%s) - start ))
 
-step "9. Shrinking to one node while a job runs on the node that goes"
+step "9. Replacing a node under the same Slurm name (a sick node's new instance)"
 start=$(date +%s)
 slurm2=$(on_ctl scontrol show node --oneliner | awk -v ip="$ip2" '$0 ~ "NodeAddr=" ip " " { sub(/^NodeName=/, "", $1); print $1 }')
 [ -n "$slurm2" ] || die "no Slurm node has the address $ip2"
+hostvar() {  # hostvar INVENTORY_JSON HOST VAR
+  jq -r --arg h "$2" --arg v "$3" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h][$v] // "" | s' "$1"
+}
+old_id=$(hostvar "$work/inventory.json" "$node2" oci_instance_id)
+run_playbook "provision: replace $node2" "$work/provision-replace.log" playbooks/provision.yml \
+  -e "@$work/cluster.yml" -e "{\"gpu_replace_nodes\": [\"$node2\"]}" -e gpu_drain_poll_seconds=2
+grep -E '"(replaced|left the cluster network)' "$work/provision-replace.log" | sed 's/^ */   /'
+reason=$(on_ctl sinfo --noheader -R --format='%E|%N' | awk -F'|' -v n="$slurm2" '$2 == n { print $1 }')
+echo "   sinfo -R: $slurm2 drained: $reason"
+[ "$reason" = "ocigpu: being replaced (provision.yml) instance $old_id" ] || die "expected $slurm2 drained for its replacement, got: '$reason'"
+ansible-inventory -i "$work/demo.gpu_nodes.yml" --list > "$work/inventory-replaced.json"
+new_ip=$(hostvar "$work/inventory-replaced.json" "$node2" ansible_host)
+new_id=$(hostvar "$work/inventory-replaced.json" "$node2" oci_instance_id)
+carried=$(hostvar "$work/inventory-replaced.json" "$node2" ocigpu_slurm_name)
+echo "   $node2 is now instance ${new_id: -12} at $new_ip (was ${old_id: -12} at $ip2) and carries the Slurm name '$carried'"
+if [ "$carried" != "$slurm2" ] || [ -z "$new_id" ] || [ "$new_id" = "$old_id" ]; then die "the replacement does not carry $slurm2"; fi
+demo_wait_standins 3
+run_playbook "configure (the new node takes the name)" "$work/configure-replace.log" -i "$work/demo.gpu_nodes.yml" \
+  playbooks/configure.yml --skip-tags nvme_scratch -e "@$work/standin-vars.yml"
+grep -E 'TASK \[(Make the Slurm name the host name|Resume a name drained)' -A3 "$work/configure-replace.log" \
+  | grep -E '^(changed|ok|skipping)' | sed 's/^/   /'
+# slurmctld may list the name as NOT_RESPONDING until the new slurmd registers.
+line=''
+for _ in $(seq 60); do
+  line=$(on_ctl scontrol show node --oneliner "$slurm2" | grep -oE 'NodeName=[^ ]+|NodeAddr=[^ ]+|State=[^ ]+' | paste -sd' ')
+  [[ "$line" == *" State=IDLE" ]] && break; sleep 1
+done
+echo "   scontrol: $line"
+[ "$line" = "NodeName=$slurm2 NodeAddr=$new_ip State=IDLE" ] || die "expected $slurm2 at $new_ip and IDLE, got: $line"
+answer=$(on_ctl srun -w "$slurm2" hostname)
+echo "   srun -w $slurm2 hostname: $answer"
+[ "$answer" = "$slurm2" ] || die "the new node answered '$answer', not $slurm2"
+ip2=$new_ip
+record "replace a node under its Slurm name" $(( $(date +%s) - start ))
+
+step "10. Shrinking to one node while a job runs on the node that goes"
+start=$(date +%s)
 # A 20-second job on that node, its srun waiting here: it must end on its own, not with its node.
 ssh -F "$work/ssh_config" "opc@$bastion_ip" "sudo srun -w $slurm2 sh -c 'sleep 20; echo finished on \$(hostname)'" \
   > "$work/drain-job.out" 2>&1 &
@@ -228,7 +265,7 @@ echo "   Slurm nodes now: $nodes_left"
 if [ "$(echo "$nodes_left" | wc -l)" -ne 1 ] || [ "$nodes_left" = "$slurm2" ]; then die "slurm.conf still has $slurm2"; fi
 record "shrink 2 -> 1 with a drained busy node" $(( $(date +%s) - start ))
 
-step "10. Tearing down, then checking that nothing billable is left"
+step "11. Tearing down, then checking that nothing billable is left"
 run_playbook "teardown" "$work/teardown.log" playbooks/teardown.yml -e "@$work/cluster.yml"
 grep -o 'Nothing billable of demo is left.' "$work/teardown.log" | head -n1 | sed 's/^/   /'
 for _ in $(seq 30); do [ -z "$(podman ps -aq --filter label=ocigpu-demo=1)" ] && break; sleep 1; done

@@ -19,6 +19,9 @@ case "$OCISIM_EVENT" in
       --label ocigpu-demo=1 --label "ocigpu-demo-instance=$OCISIM_INSTANCE_ID" \
       "${nets[@]}" --no-hosts --privileged --systemd=always \
       "${DEMO_IMAGE:-localhost/ocigpu-test:debian13}" /sbin/init
+    # podman bind-mounts /etc/hostname, where hostnamectl cannot replace it ("Device or resource busy");
+    # on an instance it is a plain file, which configure.yml rewrites for a replacement node.
+    podman exec "$name" sh -c 'h=$(cat /etc/hostname); umount /etc/hostname && printf "%s\n" "$h" > /etc/hostname'
     keys=$(jq -r '.metadata.ssh_authorized_keys // ""' <<<"$OCISIM_INSTANCE_JSON")
     podman exec -i -e U="$user" -e IP="$OCISIM_PRIVATE_IP" "$name" sh -euc '
       id "$U" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$U"
