@@ -19,7 +19,8 @@ description:
     longer a member is listed in C(gone) (a re-run after the node left) and otherwise ignored.
   - Used by C(provision.yml), which drains the chosen nodes in Slurm before they leave.
   - Nodes are found in Slurm by address, or by the Slurm name a replacement carries on (C(slurm_name), the tag
-    C(ocigpu-slurm-name)). A replaced node is drained with C(ocigpu: being replaced (provision.yml) instance <OCID>).
+    C(ocigpu-slurm-name)). A replaced node is drained with the reason C(ocigpu:) followed by
+    C(being replaced (provision.yml) instance <OCID>).
   - A node named in O(replace) by a name that is itself a replacement is kept, so that the same
     C(gpu_replace_nodes) on a re-run does not replace the new node - unless Slurm shows it drained for another
     reason than its own replacement (for example by a health check). Named by OCID or private IP it is replaced.

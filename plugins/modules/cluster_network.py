@@ -265,8 +265,8 @@ class ClusterNetwork(ResourceModule):
         kept = [n for n in picked['replace'] if n.get('slurm_name') and not by_address & set([n['id'], n['private_ip']])]
         for node in kept:
             self.module.warn('replace_nodes: %s is the replacement made for that name (%s, Slurm name %s); it is kept. '
-                             'Name it by its OCID or private IP to replace it.' % (node['display_name'], node['id'],
-                                                                                 node['slurm_name']))
+                             'Name it by its OCID or private IP to replace it.'
+                             % (node['display_name'], node['id'], node['slurm_name']))
         picked['replace'] = [n for n in picked['replace'] if n not in kept]
         both = [n['display_name'] for n in picked['remove'] if n in picked['replace']]
         if both:
