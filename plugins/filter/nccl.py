@@ -52,11 +52,13 @@ def nccl_parse(text):
 
 
 def nccl_gate(text, threshold_gbps=None, args='', expected_ranks=None, rc=None):
-    """One run judged by the validation report's rules (_nccl.gate), with its reasons as one line."""
-    verdict = gate(parse_output(text), threshold_gbps=threshold_gbps,
+    """One run judged by the validation report's rules (_nccl.gate): the verdict, its reasons as one
+    line, the largest size as size_bytes and the output's error lines."""
+    parsed = parse_output(text)
+    verdict = gate(parsed, threshold_gbps=threshold_gbps,
                    expected_max_bytes=expected_largest_size(args) if args else None,
                    expected_ranks=expected_ranks, rc=rc)
-    verdict['reason'] = '; '.join(verdict['reasons'])
+    verdict.update(reason='; '.join(verdict['reasons']), size_bytes=verdict['largest_size'], errors=parsed['errors'])
     return verdict
 
 

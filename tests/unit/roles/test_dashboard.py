@@ -38,21 +38,27 @@ def metric_names(expr):
     return set(w for w in re.findall(r'\b[a-zA-Z_:][a-zA-Z0-9_:]*\b', expr) if w not in PROMQL_WORDS) - {'instance'}
 
 
+def render_task_content(tasks_file, name, **variables):
+    """The content of a role's copy task, rendered with variables; a variable the content names and the
+    test does not give is an error, not an empty value."""
+    tasks = yaml.safe_load((ROOT / 'roles' / 'nccl_tests' / 'tasks' / tasks_file).read_text())
+    task, = [t for t in tasks if t['name'] == name]
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    return env.from_string(task['ansible.builtin.copy']['content']).render(**variables)
+
+
 def nccl_prom():
     """nccl.prom as the nccl_tests role writes it, for a node run and a cluster run."""
-    tasks = yaml.safe_load((ROOT / 'roles' / 'nccl_tests' / 'tasks' / 'report.yml').read_text())
-    task, = [t for t in tasks if t['name'] == 'Write the last NCCL bus bandwidths for the exporter']
     runs = [dict(name='gpu-1', scope='node', busbw_gbps=441.2, passed=True),
             dict(name='cluster', scope='cluster', busbw_gbps=390.5, passed=True)]
-    return jinja2.Template(task['ansible.builtin.copy']['content']).render(__nccl_tests_mine=runs)
+    return render_task_content('report.yml', 'Write the last NCCL bus bandwidths for the exporter', __nccl_tests_mine=runs)
 
 
 def nccl_active_prom():
     """nccl-active.prom as the active check (the nccl_tests role's active entry point) writes it."""
-    tasks = yaml.safe_load((ROOT / 'roles' / 'nccl_tests' / 'tasks' / 'active.yml').read_text())
-    task, = [t for t in tasks if t['name'] == "Write the check's figures for the exporter"]
     verdict = dict(busbw_gbps=343.33, threshold_gbps=352.0, passed=False)
-    return jinja2.Template(task['ansible.builtin.copy']['content']).render(__nccl_tests_active=verdict)
+    return render_task_content('active.yml', "Write the check's figures for the exporter",
+                               __nccl_tests_active=verdict, __nccl_tests_active_time='1790000000')
 
 
 def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
@@ -88,6 +94,7 @@ def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
     assert served['rdma_exporter_textfile_errors'][0].value == 1  # broken.prom left out, the rest served
     assert served['ocigpu_health_ok'][0].value == 0 and served['ocigpu_nccl_busbw_gbps'][0].value == 441.2
     assert served['ocigpu_nccl_active_busbw_gbps'][0].value == 343.33 and served['ocigpu_nccl_active_passed'][0].value == 0
+    assert served['ocigpu_nccl_active_last_run_timestamp_seconds'][0].value == 1790000000
 
     dashboard = json.loads(DASHBOARD.read_text())
     queries = [t['expr'] for p in dashboard['panels'] for t in p['targets']]
@@ -99,7 +106,7 @@ def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
         named |= names
     missing = sorted(n for n in named if n not in served)
     assert not missing, 'dashboard metrics the exporter does not serve: %s' % missing
-    assert len(named) >= 13 and len(dashboard['panels']) >= 12
+    assert len(named) >= 14 and len(dashboard['panels']) >= 12
 
 
 def test_the_metric_name_reader():

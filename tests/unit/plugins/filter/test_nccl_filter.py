@@ -51,11 +51,14 @@ def test_nccl_gate_judges_one_run_by_the_report_rules():
     text = (DATA / 'h200x4_role_node_1g_16g.txt').read_text()
     passed = gate(text, threshold_gbps=352, args='-b 1G -e 16G -f 2', expected_ranks=4, rc=0)
     assert passed['passed'] and passed['reason'] == '' and passed['busbw_gbps'] == 365.04
-    assert passed['largest_size'] == 16 * 2 ** 30 and passed['threshold_gbps'] == 352.0
+    assert passed['size_bytes'] == passed['largest_size'] == 16 * 2 ** 30 and passed['threshold_gbps'] == 352.0
+    assert passed['errors'] == []
     short = gate(text, threshold_gbps=396, args='-b 1G -e 16G -f 2', expected_ranks=4)
     assert not short['passed'] and short['reason'] == 'busbw 365.04 GB/s at 16 GiB is below the threshold 396.00 GB/s'
     wrong = gate(text, args='-b 1G -e 32G -f 2', expected_ranks=8, rc=1)
     assert wrong['reasons'] == ['exit status 1', '4 ranks took part, 8 expected',
                                 'largest size 16 GiB is below the requested 32 GiB']
-    assert gate('Segmentation fault', rc=139)['reason'] == (
+    crashed = gate('Segmentation fault', rc=139)
+    assert crashed['reason'] == (
         'exit status 139; no result rows in the output (the run did not complete); error: Segmentation fault')
+    assert crashed['errors'] == ['Segmentation fault'] and crashed['busbw_gbps'] is None and crashed['size_bytes'] is None
