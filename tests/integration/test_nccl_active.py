@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from tests.integration._helpers import COLLECTION_PLAYBOOKS, ROOT, VENV_BIN
 
