@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 
-
 from tests.integration._helpers import COLLECTION_PLAYBOOKS, ROOT, VENV_BIN
 
 REPLAY = os.path.join(ROOT, 'tests', 'unit', 'data', 'nccl', 'h200x4_role_node_1g_16g.txt')
