@@ -68,6 +68,16 @@ options:
     type: list
     elements: str
     default: [/sbin/oci-rdma-configure, /usr/sbin/oci-rdma-configure, /usr/bin/oci-rdma-configure, /etc/oci-hpc/rdma-network.conf]
+  installed_packages:
+    description:
+      - Also return the names of the installed packages in RV(installed_packages), read from dpkg's
+        status file (C(/var/lib/dpkg/status) under O(root)), else from C(rpm -qa).
+      - C(configure.yml) hands them to the roles as C(ocigpu_installed_packages), and a role skips its
+        package check when all its packages are among them. They are not a fact, so the fact cache
+        never holds them from an earlier run.
+    type: bool
+    default: false
+    version_added: 0.4.0
 notes:
   - GPUs come from C(nvidia-smi) when it is installed, else from a count of NVIDIA display controllers in sysfs.
   - The RDMA interface order follows the shape table when the table names the detected netdevs
@@ -98,6 +108,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+installed_packages:
+  description: Names of the installed packages, sorted; null when dpkg's status file and rpm are both missing.
+  returned: when O(installed_packages=true)
+  type: list
+  elements: str
+  sample: [bash, munge, slurm-wlm]
 ansible_facts:
   description: The facts.
   returned: always
@@ -154,6 +170,7 @@ ansible_facts:
 """
 
 import json
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
@@ -228,6 +245,34 @@ def gather(module):
     }
 
 
+def _dpkg_installed(text):
+    """Names of the packages that dpkg's status file says are installed."""
+    names = set()
+    for stanza in text.split('\n\n'):
+        fields = {}
+        for line in stanza.splitlines():
+            if line[:1] not in (' ', '\t') and ':' in line:
+                key, value = line.split(':', 1)
+                fields[key] = value.strip()
+        if fields.get('Package') and fields.get('Status', '').endswith(' installed'):
+            names.add(fields['Package'])
+    return sorted(names)
+
+
+def installed_packages(module, root):
+    """The installed packages by dpkg's status file, else rpm; None when neither is there."""
+    try:
+        with open(os.path.join(root, 'var/lib/dpkg/status'), encoding='utf-8', errors='replace') as handle:
+            return _dpkg_installed(handle.read())
+    except FileNotFoundError:
+        pass
+    rpm = module.get_bin_path('rpm')
+    if rpm is None:
+        return None
+    rc, out, dummy = module.run_command([rpm, '-qa', '--qf', '%{NAME}\\n'])
+    return sorted(set(out.split())) if rc == 0 else None
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -237,11 +282,15 @@ def main():
             shape=dict(type='str'),
             root=dict(type='path', default='/'),
             rdma_agent_paths=dict(type='list', elements='str', default=list(_node.RDMA_AGENT_PATHS)),
+            installed_packages=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
     facts = gather(module)
-    module.exit_json(changed=False, ansible_facts={'ocigpu_node': facts})
+    result = {'changed': False, 'ansible_facts': {'ocigpu_node': facts}}
+    if module.params['installed_packages']:
+        result['installed_packages'] = installed_packages(module, module.params['root'])
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

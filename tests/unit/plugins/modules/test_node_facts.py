@@ -379,3 +379,27 @@ def test_module_finds_sbin_tools_and_survives_a_missing_one(tree, monkeypatch, c
     assert ('pvs', ('/usr/local/sbin', '/usr/sbin', '/sbin')) in looked_up
     assert all(os.path.basename(c[0]) != 'pvs' for c in runner.calls)
     assert any(c[0] == '/usr/sbin/wipefs' for c in runner.calls)
+
+
+def test_installed_packages_come_from_dpkg_status():
+    """Only packages whose status ends in 'installed' count; removed ones keep only their config files."""
+    from ansible_collections.ocigpu.cluster.plugins.modules import node_facts
+    status = (
+        'Package: munge\nStatus: install ok installed\nDescription: auth\n continued: not a key\n\n'
+        'Package: slurm-wlm\nStatus: install ok installed\n\n'
+        'Package: firewalld\nStatus: deinstall ok config-files\n\n'
+        'Package: half\nStatus: install reinstreq half-installed\n\n'
+        'Package: bash\nStatus: install ok installed\n'
+    )
+    assert node_facts._dpkg_installed(status) == ['bash', 'munge', 'slurm-wlm']
+
+
+def test_installed_packages_option_reads_the_tree_and_is_not_a_fact(tmp_path, capsys):
+    from ansible_collections.ocigpu.cluster.plugins.modules import node_facts
+    from tests.unit.plugins.modules._helpers import run_module
+    _write(str(tmp_path / 'var/lib/dpkg/status'), 'Package: munge\nStatus: install ok installed\n')
+    args = {'use_imds': False, 'root': str(tmp_path), 'installed_packages': True}
+    result = run_module(node_facts, args, capsys)
+    assert result['installed_packages'] == ['munge']
+    assert 'installed_packages' not in result['ansible_facts']['ocigpu_node']
+    assert 'installed_packages' not in run_module(node_facts, dict(args, installed_packages=False), capsys)
