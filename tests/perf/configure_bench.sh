@@ -29,7 +29,7 @@ mkdir -p "$base"
 trap demo_stop EXIT
 # A stop by signal also removes the stand-ins and ends the simulator (through the EXIT trap).
 trap 'exit 143' TERM INT
-declare -a rows=()
+declare -a rows=() calib=()
 
 # timed LOG ARGS...: run configure.yml, print and return its wall time in seconds.
 timed() {
@@ -45,6 +45,30 @@ recap() {
   awk '/^ROLES RECAP/ { r = 1; next } /^TASKS RECAP/ { r = 0 } r && / -+ [0-9.]+s$/ { print "      role  " $0 }' "$1" | head -n 6
   awk '/^TASKS RECAP/ { t = 1; next } t && / -+ [0-9.]+s$/ { print "      task  " $0 }' "$1" | head -n 5
 }
+
+# calibrate: seconds per task of CALIB_TASKS remote no-op tasks (ansible.builtin.ping: one module run
+# on every host over the same SSH path) and of as many controller-only tasks (set_fact), on the same
+# hosts right after the configure runs. A configure time divided by the remote round's is that run in
+# task rounds of this machine at this moment: a reference that the machine's noise moves alike.
+calibrate() {
+  local play=$DEMO_WORK/calibrate.yml n=${CALIB_TASKS:-20} i remote ctl
+  {
+    printf -- '- name: Remote no-op tasks\n  hosts: bastion:gpu_nodes\n  gather_facts: false\n  become: true\n  tasks:\n'
+    for i in $(seq "$n"); do printf '    - name: ping %s\n      ansible.builtin.ping:\n' "$i"; done
+    printf -- '- name: Controller-only tasks\n  hosts: bastion:gpu_nodes\n  gather_facts: false\n  tasks:\n'
+    for i in $(seq "$n"); do printf '    - name: set_fact %s\n      ansible.builtin.set_fact:\n        _calib: %s\n' "$i" "$i"; done
+  } > "$play"
+  # The SSH connections of the configure runs are still open (ControlPersist).
+  ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=all ansible-playbook -i "$DEMO_WORK/demo.gpu_nodes.yml" "$play" \
+    > "$DEMO_WORK/calibrate.log" 2>&1 || { tail -20 "$DEMO_WORK/calibrate.log" >&2; log "calibration FAILED: no task-round figures"; echo "0 0"; return; }
+  # The recap's per-task times, summed per kind.
+  remote=$(awk '/^ping [0-9]+ -+ [0-9.]+s$/ { sub(/s$/, "", $NF); t += $NF } END { printf "%.3f", t }' "$DEMO_WORK/calibrate.log")
+  ctl=$(awk '/^set_fact [0-9]+ -+ [0-9.]+s$/ { sub(/s$/, "", $NF); t += $NF } END { printf "%.3f", t }' "$DEMO_WORK/calibrate.log")
+  awk -v r="$remote" -v l="$ctl" -v n="$n" 'BEGIN { printf "%.3f %.3f\n", r / n, l / n }'
+}
+
+# tasks LOG: the number of task rounds (TASK and RUNNING HANDLER headers) of one run.
+tasks() { grep -cE '^(TASK|RUNNING HANDLER) \[' "$1" || true; }
 
 changed_total() { grep -E '^[^ ]+ +: ok=' "$1" | sed -E 's/.*changed=([0-9]+).*/\1/' | awk '{ n += $1 } END { print n + 0 }'; }
 
@@ -71,10 +95,15 @@ for n in "${counts[@]}"; do
     log "--- $n nodes: --tags slurm"
     slurm=$(timed "$DEMO_WORK/slurm.log" --tags slurm)
   fi
+  log "--- $n nodes: calibration (${CALIB_TASKS:-20} remote no-op tasks, ${CALIB_TASKS:-20} controller-only tasks)"
+  read -r per_remote per_local < <(calibrate)
   rows+=("$(printf '%5s  %8.1f  %8.1f %5.0f%%  %8.1f %5.0f%%  %9s' "$n" "$first" "$rerun" \
     "$(awk -v a="$rerun" -v b="$first" 'BEGIN { print 100 * a / b }')" "$slurm" \
     "$(awk -v a="$slurm" -v b="$first" 'BEGIN { print 100 * a / b }')" \
     "$(changed_total "$DEMO_WORK/rerun.log")")")
+  calib+=("$(printf '%5s  %9.3f  %9.3f  %9s  %9.0f  %9s  %9.0f' "$n" "$per_remote" "$per_local" \
+    "$(tasks "$DEMO_WORK/rerun.log")" "$(awk -v a="$rerun" -v b="$per_remote" 'BEGIN { print (b > 0 ? a / b : 0) }')" \
+    "$(tasks "$DEMO_WORK/slurm.log")" "$(awk -v a="$slurm" -v b="$per_remote" 'BEGIN { print (b > 0 ? a / b : 0) }')")")
   for phase in "${phases[@]}"; do
     echo "  $n nodes, $phase: where the time went" >> "$base/recaps.txt"
     recap "$DEMO_WORK/$phase.log" >> "$base/recaps.txt"
@@ -88,6 +117,13 @@ printf '%5s  %8s  %8s %6s  %8s %6s  %9s\n' nodes first re-run share 'slurm' shar
 printf '%s\n' "${rows[@]}"
 echo "  * tasks reported changed by the idempotent re-run, all hosts together (0 expected)"
 echo "  goals: re-run at most 25 % of the first run, --tags slurm at most 15 %"
+echo
+echo "task rounds on the same hosts right after (seconds a round; a run in rounds of a remote no-op task):"
+printf '%5s  %9s  %9s  %9s  %9s  %9s  %9s\n' nodes 'remote' 'local' 're-run' 'as remote' 'slurm' 'as remote'
+printf '%s\n' "${calib[@]}"
+echo "  remote: one ansible.builtin.ping on every host; local: one set_fact; re-run and slurm: their task"
+echo "  rounds (headers), then their time in remote no-op rounds - what the run would cost if every round"
+echo "  were one module run on every host"
 echo
 cat "$base/recaps.txt"
 echo
