@@ -107,15 +107,14 @@ written:
 
 import base64
 import binascii
-import grp
 import os
-import pwd
 import shlex
 import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
+from ansible_collections.ocigpu.cluster.plugins.module_utils._fsattrs import fs_attrs, item_attrs, unknown_ids
 
 FIELDS = ('dest', 'content', 'content_b64', 'owner', 'group', 'mode', 'validate', 'state')
 
@@ -174,19 +173,10 @@ def _specs(module):
         if not os.path.isdir(os.path.dirname(dest)) and not module.check_mode:
             problems.append('the folder of %s is missing' % dest)
             continue
-        spec = dict((key, item.get(key) if item.get(key) is not None else params.get(key)) for key in ('owner', 'group', 'mode'))
-        for key in ('owner', 'group'):   # a uid or gid given as a number in YAML
-            if spec[key] is not None:
-                spec[key] = str(spec[key])
+        spec = item_attrs(item, params)
         spec.update(dest=dest, content=data, binary=source == 'content_b64', validate=item.get('validate'))
         specs.append(spec)
     return specs, absent, problems
-
-
-def _attrs(path, spec):
-    return {'path': path, 'owner': spec['owner'], 'group': spec['group'], 'mode': spec['mode'],
-            # No SELinux field is set: a replaced file keeps the context atomic_move gives it.
-            'secontext': [None, None, None, None], 'attributes': None}
 
 
 def _read(path):
@@ -196,20 +186,6 @@ def _read(path):
             return handle.read()
     except FileNotFoundError:
         return None
-
-
-def _unknown_ids(spec):
-    """Problems with the owner and group of a spec: names that this host does not know."""
-    problems = []
-    for key, lookup in (('owner', pwd.getpwnam), ('group', grp.getgrnam)):
-        value = spec[key]
-        if value is None or value.isdigit():
-            continue
-        try:
-            lookup(value)
-        except KeyError:
-            problems.append('%s: no %s named %s on this host' % (spec['dest'], 'user' if key == 'owner' else 'group', value))
-    return problems
 
 
 def _discard(staged):
@@ -229,7 +205,7 @@ def _stage(module, spec):
     # The staged file gets its final owner, group and mode before it is renamed over the file, so the
     # file never has others' (a new munge key is never readable by all, not even for a moment). What the
     # spec leaves unset comes from the file it replaces, or for a new file from the umask.
-    attrs = _attrs(tmp, spec)
+    attrs = fs_attrs(tmp, spec)
     try:
         current = os.stat(spec['dest'])
     except FileNotFoundError:
@@ -268,7 +244,7 @@ def main():
     removed = [path for path in absent if os.path.lexists(path)]
 
     for spec in specs:
-        problems.extend(_unknown_ids(spec))
+        problems.extend(unknown_ids(spec['dest'], spec))
     befores = {}
     for spec in specs:
         try:
@@ -293,7 +269,7 @@ def main():
     if module.check_mode:
         for spec in specs:
             if spec not in to_write and os.path.exists(spec['dest']) \
-                    and module.set_fs_attributes_if_different(_attrs(spec['dest'], spec), False):
+                    and module.set_fs_attributes_if_different(fs_attrs(spec['dest'], spec), False):
                 changed_files.append(spec['dest'])
         order = [spec['dest'] for spec in specs]
         module.exit_json(changed=bool(changed_files or removed), changed_files=sorted(changed_files, key=order.index),
@@ -330,7 +306,7 @@ def main():
                          changed_files=written, written=written, removed=[])
     changed_files = list(written)
     for spec in specs:
-        if spec['dest'] not in written and module.set_fs_attributes_if_different(_attrs(spec['dest'], spec), False):
+        if spec['dest'] not in written and module.set_fs_attributes_if_different(fs_attrs(spec['dest'], spec), False):
             changed_files.append(spec['dest'])
     for path in removed:
         os.unlink(path)

@@ -83,12 +83,7 @@ changed_folders:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-
-
-def _attrs(path, spec):
-    return {'path': path, 'owner': spec.get('owner'), 'group': spec.get('group'), 'mode': spec.get('mode'),
-            # No SELinux field is set: each stays as it is (what ansible.builtin.file does without se* options).
-            'secontext': [None, None, None, None], 'attributes': None}
+from ansible_collections.ocigpu.cluster.plugins.module_utils._fsattrs import fs_attrs, item_attrs, unknown_ids
 
 
 def _missing_chain(path):
@@ -121,10 +116,8 @@ def _specs(module):
         if unknown:
             problems.append('%s: unknown keys %s' % (item['path'], ', '.join(unknown)))
             continue
-        spec = dict((key, item[key] if item.get(key) is not None else params.get(key)) for key in FIELDS)
-        for key in ('owner', 'group'):   # a uid or gid given as a number in YAML
-            if spec[key] is not None:
-                spec[key] = str(spec[key])
+        spec = item_attrs(item, params)
+        spec['path'] = item['path']
         specs.append(spec)
     return specs, problems
 
@@ -146,6 +139,7 @@ def main():
             problems.append('%s is not an absolute path' % path)
         elif os.path.lexists(path) and not os.path.isdir(path):
             problems.append('%s exists and is not a folder' % path)
+        problems.extend(unknown_ids(path, spec))
     if problems:
         module.fail_json(msg='; '.join(problems), created=[], changed_folders=[])
 
@@ -161,10 +155,10 @@ def main():
             except OSError as exc:
                 module.fail_json(msg='cannot create %s: %s' % (folder, exc), created=created,
                                  changed_folders=changed_folders)
-            module.set_fs_attributes_if_different(_attrs(folder, spec), True)
+            module.set_fs_attributes_if_different(fs_attrs(folder, spec), True)
         if path in created:
             continue
-        if module.set_fs_attributes_if_different(_attrs(path, spec), False):
+        if module.set_fs_attributes_if_different(fs_attrs(path, spec), False):
             changed_folders.append(path)
 
     module.exit_json(changed=bool(created or changed_folders), created=created, changed_folders=changed_folders)

@@ -75,3 +75,12 @@ def test_refuses_malformed_items_before_changing_anything(tmp_path, capsys):
     assert result['failed'] is True
     assert 'unknown keys mod' in result['msg'] and '42 is neither a path nor a dict with a path' in result['msg']
     assert not first.exists()
+
+
+def test_refuses_an_unknown_owner_or_group_before_creating_anything(tmp_path, capsys):
+    first, second = tmp_path / 'first', tmp_path / 'second'
+    result = run(capsys, [{'path': str(first)}, {'path': str(second), 'owner': 'no-such-user-ocigpu',
+                                                 'group': 'no-such-group-ocigpu'}])
+    assert result['failed'] is True
+    assert 'no user named no-such-user-ocigpu' in result['msg'] and 'no group named no-such-group-ocigpu' in result['msg']
+    assert not first.exists() and not second.exists()
