@@ -12,7 +12,6 @@ name=version, a name not in the list, no list) runs the module as usual.
 """
 from __future__ import annotations
 
-from ansible.module_utils.six import string_types
 from ansible.plugins.action import ActionBase
 
 
@@ -20,7 +19,7 @@ def all_known(packages, known):
     """Whether every entry of packages is a plain name in known (the installed packages); False when either
     is not a list, when packages is empty, or for an entry such as name=version."""
     return (isinstance(known, list) and isinstance(packages, list) and bool(packages)
-            and all(isinstance(name, string_types) for name in packages) and set(packages) <= set(known))
+            and all(isinstance(name, str) for name in packages) and set(packages) <= set(known))
 
 
 class ActionModule(ActionBase):

@@ -228,6 +228,13 @@ def _stage(module, spec):
     return None
 
 
+def _exit(module, specs, changed_files, written, removed, diffs):
+    """The result, changed_files in the order the files were given."""
+    order = [spec['dest'] for spec in specs]
+    module.exit_json(changed=bool(changed_files or removed), changed_files=sorted(changed_files, key=order.index),
+                     written=written, removed=removed, diff=diffs)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -239,20 +246,16 @@ def main():
         supports_check_mode=True,
     )
     specs, absent, problems = _specs(module)
-    if problems:
-        module.fail_json(msg='; '.join(problems), changed_files=[], written=[], removed=[])
-    removed = [path for path in absent if os.path.lexists(path)]
-
-    for spec in specs:
-        problems.extend(unknown_ids(spec['dest'], spec))
     befores = {}
     for spec in specs:
+        problems.extend(unknown_ids(spec['dest'], spec))
         try:
             befores[spec['dest']] = _read(spec['dest'])
         except OSError as exc:
             problems.append('%s cannot be read: %s' % (spec['dest'], exc.strerror or exc))
     if problems:
         module.fail_json(msg='; '.join(problems), changed_files=[], written=[], removed=[])
+    removed = [path for path in absent if os.path.lexists(path)]
 
     to_write, diffs = [], []
     for spec in specs:
@@ -271,9 +274,7 @@ def main():
             if spec not in to_write and os.path.exists(spec['dest']) \
                     and module.set_fs_attributes_if_different(fs_attrs(spec['dest'], spec), False):
                 changed_files.append(spec['dest'])
-        order = [spec['dest'] for spec in specs]
-        module.exit_json(changed=bool(changed_files or removed), changed_files=sorted(changed_files, key=order.index),
-                         written=[spec['dest'] for spec in to_write], removed=removed, diff=diffs)
+        _exit(module, specs, changed_files, [spec['dest'] for spec in to_write], removed, diffs)
 
     # Every new content is staged and validated before any file is replaced.
     staged = []
@@ -310,9 +311,7 @@ def main():
             changed_files.append(spec['dest'])
     for path in removed:
         os.unlink(path)
-    order = [spec['dest'] for spec in specs]
-    module.exit_json(changed=bool(changed_files or removed), changed_files=sorted(changed_files, key=order.index),
-                     written=written, removed=removed, diff=diffs)
+    _exit(module, specs, changed_files, written, removed, diffs)
 
 
 if __name__ == '__main__':
