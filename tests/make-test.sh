@@ -51,7 +51,7 @@ excluded_reason() {
 # The longest scenarios start first, so the parallel run does not end on one long scenario alone;
 # the qemu VMs are spread out, since two TCG VMs already keep two cores busy. The rest follow in
 # alphabetical order.
-MOLECULE_FIRST=${MOLECULE_FIRST:-rdma_network_rxe containerd_rootless_archive nvme_scratch enroot pyxis nvme_scratch_refuse}
+MOLECULE_FIRST=${MOLECULE_FIRST:-rdma_network_rxe containerd_rootless_archive nvme_scratch enroot pyxis}
 
 scenarios() {
   # shellcheck disable=SC2086  # SCENARIOS is a space-separated list

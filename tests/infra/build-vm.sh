@@ -84,7 +84,12 @@ systemctl mask systemd-networkd-wait-online.service apt-daily.timer apt-daily-up
   modprobe@drm.service modprobe@efi_pstore.service modprobe@fuse.service \
   systemd-hwdb-update.service ldconfig.service systemd-update-utmp.service \
   systemd-update-utmp-runlevel.service systemd-tmpfiles-clean.timer dpkg-db-backup.timer \
+  nvmf-autoconnect.service modprobe@nvme_fabrics.service \
   2>/dev/null || true
+# NetworkManager is installed (rdma_network's package) but left off: the role starts it once its
+# test has told it to keep away from eth0.
+systemctl disable NetworkManager.service NetworkManager-wait-online.service \
+  NetworkManager-dispatcher.service 2>/dev/null || true
 apt-get clean
 GUEST
 rm -f "$tree/usr/sbin/policy-rc.d" "$tree/tmp/packages.txt" "$tree/etc/resolv.conf"

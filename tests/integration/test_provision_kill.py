@@ -82,16 +82,21 @@ def assert_exactly(sim, nodes):
     assert len(pools) == 1 and pools[0]['size'] == nodes
 
 
-def test_provision_killed_anywhere_then_re_run_leaves_exactly_the_cluster(simulator, tmp_path):
-    for where, route, count in CREATE_POINTS:
-        killed_run(simulator, tmp_path, route, count, cluster_vars(2))
-        again = playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))
-        assert again['failed'] == 0, where
-        assert_exactly(simulator, 2)
-        assert playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))['changed'] == 0, where
-        down = playbook(TEARDOWN, simulator, tmp_path, **cluster_vars(2))
-        assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout'], where
+# Each kill point is its own test on its own simulator, so pytest-xdist spreads them over its workers.
+@pytest.mark.parametrize('where, route, count', CREATE_POINTS, ids=[p[1] for p in CREATE_POINTS])
+def test_provision_killed_anywhere_then_re_run_leaves_exactly_the_cluster(simulator, tmp_path, where, route, count):
+    killed_run(simulator, tmp_path, route, count, cluster_vars(2))
+    again = playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))
+    assert again['failed'] == 0, where
+    assert_exactly(simulator, 2)
+    assert playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))['changed'] == 0, where
+    down = playbook(TEARDOWN, simulator, tmp_path, **cluster_vars(2))
+    assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout'], where
+    assert live(simulator, 'instances') == [] and live(simulator, 'cluster_networks') == [], where
+    assert all(live(simulator, kind) == [] for kind in NETWORK_KINDS), where
 
+
+def test_resize_killed_up_and_down_then_re_run_leaves_exactly_the_cluster(simulator, tmp_path):
     # During a resize: up (the size update sent), then down (the first of two detaches sent).
     playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))
     killed_run(simulator, tmp_path, 'PUT /clusterNetworks/{clusterNetworkId}', 1, cluster_vars(4))

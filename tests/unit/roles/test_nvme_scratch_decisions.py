@@ -3,7 +3,7 @@
 
 The expressions are read from tasks/scratch.yml and rendered with Jinja over node_facts-shaped
 disk records, so a change to the role's decision logic is tested here without a VM (the molecule
-scenarios nvme_scratch and nvme_scratch_refuse test it on real disks)."""
+scenario nvme_scratch tests it on real disks, the refusal included)."""
 from __future__ import annotations
 
 import pathlib
