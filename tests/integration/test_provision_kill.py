@@ -82,6 +82,14 @@ def assert_exactly(sim, nodes):
     assert len(pools) == 1 and pools[0]['size'] == nodes
 
 
+def assert_torn_down(sim, tmp_path, where):
+    """teardown.yml says nothing billable is left, and no instance, cluster network or network resource lives."""
+    down = playbook(TEARDOWN, sim, tmp_path, **cluster_vars(2))
+    assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout'], where
+    assert live(sim, 'instances') == [] and live(sim, 'cluster_networks') == [], where
+    assert all(live(sim, kind) == [] for kind in NETWORK_KINDS), where
+
+
 # Each kill point is its own test on its own simulator, so pytest-xdist spreads them over its workers.
 @pytest.mark.parametrize('where, route, count', CREATE_POINTS, ids=[p[1] for p in CREATE_POINTS])
 def test_provision_killed_anywhere_then_re_run_leaves_exactly_the_cluster(simulator, tmp_path, where, route, count):
@@ -90,10 +98,7 @@ def test_provision_killed_anywhere_then_re_run_leaves_exactly_the_cluster(simula
     assert again['failed'] == 0, where
     assert_exactly(simulator, 2)
     assert playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))['changed'] == 0, where
-    down = playbook(TEARDOWN, simulator, tmp_path, **cluster_vars(2))
-    assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout'], where
-    assert live(simulator, 'instances') == [] and live(simulator, 'cluster_networks') == [], where
-    assert all(live(simulator, kind) == [] for kind in NETWORK_KINDS), where
+    assert_torn_down(simulator, tmp_path, where)
 
 
 def test_resize_killed_up_and_down_then_re_run_leaves_exactly_the_cluster(simulator, tmp_path):
@@ -112,7 +117,4 @@ def test_resize_killed_up_and_down_then_re_run_leaves_exactly_the_cluster(simula
                   if i['displayName'] != CLUSTER + '-bastion') == nodes[2:]
     assert playbook(PROVISION, simulator, tmp_path, **cluster_vars(2, gpu_remove_nodes=going))['changed'] == 0
 
-    down = playbook(TEARDOWN, simulator, tmp_path, **cluster_vars(2))
-    assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout']
-    assert live(simulator, 'instances') == [] and live(simulator, 'cluster_networks') == []
-    assert all(live(simulator, kind) == [] for kind in NETWORK_KINDS)
+    assert_torn_down(simulator, tmp_path, 'after the resizes')
