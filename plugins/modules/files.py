@@ -18,7 +18,10 @@ description:
     C(lookup('ansible.builtin.template', 'name.j2')).
   - Every new content that has a C(validate) command is checked before any file is replaced, so a
     content that fails its check changes nothing, also among the other files of the task.
-  - Fails, before changing anything, when a path is not absolute, is a folder, or its folder is missing.
+  - With O(folders), also makes sure of the folders that the files go in (and any others), as
+    M(ocigpu.cluster.folders) does, before the files are written: a role's folders and files in one call.
+  - Fails, before changing anything, when a path is not absolute, is a folder, or its folder is missing
+    and not among O(folders).
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 attributes:
@@ -56,6 +59,21 @@ options:
       - Permissions of every file that names none, as for M(ansible.builtin.file) (V('0644'), V(u=rw,g=r,o=r)).
       - Unset, a new file gets the umask's and an existing one keeps its own.
     type: raw
+  folders:
+    description:
+      - Folders to create when missing (with their missing parents) and whose owner, group and mode to
+        set, before any file is written. An item is the folder's absolute path, or a dict with its
+        C(path) and any of C(owner), C(group) and C(mode), as for M(ocigpu.cluster.folders).
+      - A folder that names none gets O(owner), O(group) and O(folder_mode).
+    type: list
+    elements: raw
+    default: []
+    version_added: 0.4.0
+  folder_mode:
+    description:
+      - Permissions of every folder of O(folders) that names none. Unset, a new folder gets the umask's.
+    type: raw
+    version_added: 0.4.0
 seealso:
   - module: ansible.builtin.template
   - module: ocigpu.cluster.folders
@@ -85,6 +103,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+created:
+  description: Folders of O(folders) created (or, in check mode, that would be), parents first.
+  returned: always
+  type: list
+  elements: str
+  sample: [/opt/ocigpu/rdma-exporter]
+changed_folders:
+  description: Folders of O(folders) whose owner, group or mode was set (or would be).
+  returned: always
+  type: list
+  elements: str
 changed_files:
   description: Files whose content, owner, group or mode was set (or, in check mode, would be), in the order given.
   returned: always
@@ -114,12 +143,24 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
-from ansible_collections.ocigpu.cluster.plugins.module_utils._fsattrs import fs_attrs, item_attrs, unknown_ids
+from ansible_collections.ocigpu.cluster.plugins.module_utils._fsattrs import (
+    ensure_folders, folder_specs, fs_attrs, item_attrs, unknown_ids)
 
 FIELDS = ('dest', 'content', 'content_b64', 'owner', 'group', 'mode', 'validate', 'state')
 
 
-def _specs(module):
+def _promised(folders):
+    """The folders that O(folders) makes sure of, with their parents."""
+    promised = set()
+    for spec in folders:
+        path = spec['path']
+        while path not in promised and os.path.dirname(path) != path:
+            promised.add(path)
+            path = os.path.dirname(path)
+    return promised
+
+
+def _specs(module, promised):
     """Each file to write with the module's owner, group and mode filled in, the paths to remove, and the
     problems of the items that are not right."""
     params = module.params
@@ -170,7 +211,7 @@ def _specs(module):
         if os.path.isdir(dest):
             problems.append('%s is a folder' % dest)
             continue
-        if not os.path.isdir(os.path.dirname(dest)) and not module.check_mode:
+        if not os.path.isdir(os.path.dirname(dest)) and os.path.dirname(dest) not in promised and not module.check_mode:
             problems.append('the folder of %s is missing' % dest)
             continue
         spec = item_attrs(item, params)
@@ -228,11 +269,13 @@ def _stage(module, spec):
     return None
 
 
-def _exit(module, specs, changed_files, written, removed, diffs):
+def _exit(module, specs, folders, changed_files, written, removed, diffs):
     """The result, changed_files in the order the files were given."""
     order = [spec['dest'] for spec in specs]
-    module.exit_json(changed=bool(changed_files or removed), changed_files=sorted(changed_files, key=order.index),
-                     written=written, removed=removed, diff=diffs)
+    created, changed_folders = folders
+    module.exit_json(changed=bool(changed_files or removed or created or changed_folders),
+                     created=created, changed_folders=changed_folders,
+                     changed_files=sorted(changed_files, key=order.index), written=written, removed=removed, diff=diffs)
 
 
 def main():
@@ -242,10 +285,14 @@ def main():
             owner=dict(type='str'),
             group=dict(type='str'),
             mode=dict(type='raw'),
+            folders=dict(type='list', elements='raw', default=[]),
+            folder_mode=dict(type='raw'),
         ),
         supports_check_mode=True,
     )
-    specs, absent, problems = _specs(module)
+    folders, problems = folder_specs(module.params['folders'], dict(module.params, mode=module.params['folder_mode']))
+    specs, absent, file_problems = _specs(module, _promised(folders))
+    problems.extend(file_problems)
     befores = {}
     for spec in specs:
         problems.extend(unknown_ids(spec['dest'], spec))
@@ -254,8 +301,9 @@ def main():
         except OSError as exc:
             problems.append('%s cannot be read: %s' % (spec['dest'], exc.strerror or exc))
     if problems:
-        module.fail_json(msg='; '.join(problems), changed_files=[], written=[], removed=[])
+        module.fail_json(msg='; '.join(problems), created=[], changed_folders=[], changed_files=[], written=[], removed=[])
     removed = [path for path in absent if os.path.lexists(path)]
+    folder_changes = ensure_folders(module, folders)
 
     to_write, diffs = [], []
     for spec in specs:
@@ -274,7 +322,7 @@ def main():
             if spec not in to_write and os.path.exists(spec['dest']) \
                     and module.set_fs_attributes_if_different(fs_attrs(spec['dest'], spec), False):
                 changed_files.append(spec['dest'])
-        _exit(module, specs, changed_files, [spec['dest'] for spec in to_write], removed, diffs)
+        _exit(module, specs, folder_changes, changed_files, [spec['dest'] for spec in to_write], removed, diffs)
 
     # Every new content is staged and validated before any file is replaced.
     staged = []
@@ -286,7 +334,8 @@ def main():
             problem = '%s: cannot write the new content: %s' % (spec['dest'], exc)
         if problem:
             _discard(staged)
-            module.fail_json(msg=problem + '; no file was changed', changed_files=[], written=[], removed=[])
+            module.fail_json(msg=problem + '; no file was changed', created=folder_changes[0],
+                             changed_folders=folder_changes[1], changed_files=[], written=[], removed=[])
 
     # A rename within the folder replaces each file at once; the SELinux context is the one the file had,
     # or for a new file its folder's default, as atomic_move gives it.
@@ -304,6 +353,7 @@ def main():
     except OSError as exc:
         _discard([spec for spec in staged if spec['dest'] not in written])
         module.fail_json(msg='%s cannot be replaced: %s; written before it: %s' % (spec['dest'], exc, ', '.join(written) or 'none'),
+                         created=folder_changes[0], changed_folders=folder_changes[1],
                          changed_files=written, written=written, removed=[])
     changed_files = list(written)
     for spec in specs:
@@ -311,7 +361,7 @@ def main():
             changed_files.append(spec['dest'])
     for path in removed:
         os.unlink(path)
-    _exit(module, specs, changed_files, written, removed, diffs)
+    _exit(module, specs, folder_changes, changed_files, written, removed, diffs)
 
 
 if __name__ == '__main__':

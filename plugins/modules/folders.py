@@ -80,46 +80,8 @@ changed_folders:
   sample: [/var/log/slurm]
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ocigpu.cluster.plugins.module_utils._fsattrs import fs_attrs, item_attrs, unknown_ids
-
-
-def _missing_chain(path):
-    """The missing folders from the first missing ancestor down to path."""
-    chain = []
-    while path and not os.path.lexists(path):
-        chain.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    return list(reversed(chain))
-
-
-FIELDS = ('path', 'owner', 'group', 'mode')
-
-
-def _specs(module):
-    """Each item as a dict of path, owner, group and mode (module defaults filled in), and the
-    problems of the items that are not."""
-    params = module.params
-    specs, problems = [], []
-    for item in params['folders']:
-        if isinstance(item, str):
-            item = {'path': item}
-        if not isinstance(item, dict) or not isinstance(item.get('path'), str):
-            problems.append('%r is neither a path nor a dict with a path' % (item,))
-            continue
-        unknown = sorted(set(item) - set(FIELDS))
-        if unknown:
-            problems.append('%s: unknown keys %s' % (item['path'], ', '.join(unknown)))
-            continue
-        spec = item_attrs(item, params)
-        spec['path'] = item['path']
-        specs.append(spec)
-    return specs, problems
+from ansible_collections.ocigpu.cluster.plugins.module_utils._fsattrs import ensure_folders, folder_specs
 
 
 def main():
@@ -132,35 +94,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    folders, problems = _specs(module)
-    for spec in folders:
-        path = spec['path']
-        if not os.path.isabs(path):
-            problems.append('%s is not an absolute path' % path)
-        elif os.path.lexists(path) and not os.path.isdir(path):
-            problems.append('%s exists and is not a folder' % path)
-        problems.extend(unknown_ids(path, spec))
+    folders, problems = folder_specs(module.params['folders'], module.params)
     if problems:
         module.fail_json(msg='; '.join(problems), created=[], changed_folders=[])
-
-    created, changed_folders = [], []
-    for spec in folders:
-        path = os.path.normpath(spec['path'])
-        for folder in _missing_chain(path):
-            created.append(folder)
-            if module.check_mode:
-                continue
-            try:
-                os.mkdir(folder)
-            except OSError as exc:
-                module.fail_json(msg='cannot create %s: %s' % (folder, exc), created=created,
-                                 changed_folders=changed_folders)
-            module.set_fs_attributes_if_different(fs_attrs(folder, spec), True)
-        if path in created:
-            continue
-        if module.set_fs_attributes_if_different(fs_attrs(path, spec), False):
-            changed_folders.append(path)
-
+    created, changed_folders = ensure_folders(module, folders)
     module.exit_json(changed=bool(created or changed_folders), created=created, changed_folders=changed_folders)
 
 

@@ -108,6 +108,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+timezone:
+  description:
+    - The time zone that C(/etc/localtime) (under O(root)) links to, as C(timedatectl) names it (V(UTC),
+      V(Asia/Tokyo)); null when it is not a link into a zoneinfo folder.
+    - Not a fact, so the fact cache never holds it from an earlier run. C(configure.yml) hands it to the
+      common role as C(ocigpu_timezone), which then sets the time zone only when it differs.
+  returned: always
+  type: str
+  sample: UTC
+  version_added: 0.4.0
 installed_packages:
   description: Names of the installed packages, sorted; null when dpkg's status file and rpm are both missing.
   returned: when O(installed_packages=true)
@@ -259,6 +269,16 @@ def _dpkg_installed(text):
     return sorted(names)
 
 
+def timezone(root):
+    """The zone /etc/localtime links to (the part after 'zoneinfo/'), or None."""
+    try:
+        target = os.readlink(os.path.join(root, 'etc/localtime'))
+    except OSError:
+        return None
+    head, sep, zone = target.partition('zoneinfo/')
+    return zone if sep and zone else None
+
+
 def installed_packages(module, root):
     """The installed packages by dpkg's status file, else rpm; None when neither is there."""
     try:
@@ -287,7 +307,7 @@ def main():
         supports_check_mode=True,
     )
     facts = gather(module)
-    result = {'changed': False, 'ansible_facts': {'ocigpu_node': facts}}
+    result = {'changed': False, 'ansible_facts': {'ocigpu_node': facts}, 'timezone': timezone(module.params['root'])}
     if module.params['installed_packages']:
         result['installed_packages'] = installed_packages(module, module.params['root'])
     module.exit_json(**result)

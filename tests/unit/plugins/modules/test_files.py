@@ -192,3 +192,35 @@ def test_a_new_file_has_its_mode_before_it_is_in_place(tmp_path, capsys, monkeyp
     run(capsys, [{'dest': str(key), 'content_b64': base64.b64encode(b'\0secret').decode()}], mode='0400')
     assert renamed == [(str(key), 0o400)] and key.read_bytes() == b'\0secret'
     assert all(mode & 0o077 == 0 for mode in chmods), chmods
+
+
+def test_folders_come_first_and_are_created_with_their_parents(tmp_path, capsys):
+    lib = tmp_path / 'opt' / 'health'
+    metrics = tmp_path / 'var' / 'metrics'
+    specs = [{'dest': str(lib / 'check.py'), 'content': 'print(1)\n'}]
+    top = {'folders': [str(lib), {'path': str(metrics), 'mode': '0700'}], 'folder_mode': '0755', 'mode': '0644'}
+    check = run(capsys, specs, check=True, **top)
+    assert check['changed'] is True and check['changed_files'] == [str(lib / 'check.py')]
+    assert check['created'] == [str(tmp_path / 'opt'), str(lib), str(tmp_path / 'var'), str(metrics)]
+    assert not (tmp_path / 'opt').exists()
+    first = run(capsys, specs, **top)
+    assert first['created'] == check['created'] and first['written'] == [str(lib / 'check.py')]
+    assert (mode_of(str(lib)), mode_of(str(tmp_path / 'opt')), mode_of(str(metrics))) == (0o755, 0o755, 0o700)
+    assert mode_of(str(lib / 'check.py')) == 0o644 and (lib / 'check.py').read_text() == 'print(1)\n'
+    os.chmod(metrics, 0o777)
+    second = run(capsys, specs, **top)
+    assert (second['created'], second['changed_folders'], second['changed_files']) == ([], [str(metrics)], [])
+    assert second['changed'] is True and mode_of(str(metrics)) == 0o700
+    assert run(capsys, specs, **top)['changed'] is False
+
+
+def test_a_bad_folder_or_a_missing_one_refuses_everything(tmp_path, capsys):
+    (tmp_path / 'plain').write_text('x')
+    specs = [{'dest': str(tmp_path / 'new' / 'a.conf'), 'content': 'a\n'},
+             {'dest': str(tmp_path / 'nowhere' / 'b.conf'), 'content': 'b\n'}]
+    result = run(capsys, specs, folders=[str(tmp_path / 'new'), str(tmp_path / 'plain'), 'relative'])
+    assert result['failed'] is True
+    for part in ('plain exists and is not a folder', 'relative is not an absolute path',
+                 'the folder of %s is missing' % (tmp_path / 'nowhere' / 'b.conf')):
+        assert part in result['msg']
+    assert not (tmp_path / 'new').exists()

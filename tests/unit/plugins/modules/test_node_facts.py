@@ -403,3 +403,21 @@ def test_installed_packages_option_reads_the_tree_and_is_not_a_fact(tmp_path, ca
     assert result['installed_packages'] == ['munge']
     assert 'installed_packages' not in result['ansible_facts']['ocigpu_node']
     assert 'installed_packages' not in run_module(node_facts, dict(args, installed_packages=False), capsys)
+
+
+def test_timezone_is_where_localtime_links_and_is_not_a_fact(tmp_path, capsys):
+    from ansible_collections.ocigpu.cluster.plugins.modules import node_facts
+    from tests.unit.plugins.modules._helpers import run_module
+    args = {'use_imds': False, 'root': str(tmp_path)}
+    assert run_module(node_facts, args, capsys)['timezone'] is None  # no /etc/localtime
+    (tmp_path / 'etc').mkdir()
+    (tmp_path / 'etc/localtime').symlink_to('../usr/share/zoneinfo/Asia/Tokyo')
+    result = run_module(node_facts, args, capsys)
+    assert result['timezone'] == 'Asia/Tokyo'
+    assert 'timezone' not in result['ansible_facts']['ocigpu_node']
+    (tmp_path / 'etc/localtime').unlink()
+    (tmp_path / 'etc/localtime').symlink_to('/usr/share/zoneinfo/UTC')
+    assert node_facts.timezone(str(tmp_path)) == 'UTC'
+    (tmp_path / 'etc/localtime').unlink()
+    (tmp_path / 'etc/localtime').write_text('a copied zone file, not a link')
+    assert node_facts.timezone(str(tmp_path)) is None
