@@ -19,7 +19,7 @@ description:
   - Every new content that has a C(validate) command is checked before any file is replaced, so a
     content that fails its check changes nothing, also among the other files of the task.
   - With O(folders), also makes sure of the folders that the files go in (and any others), as
-    M(ocigpu.cluster.folders) does, before the files are written: a role's folders and files in one call.
+    M(ocigpu.cluster.folders) does, before the files are written, so that a role's folders and files take one call.
   - Fails, before changing anything, when a path is not absolute, is a folder, or its folder is missing
     and not among O(folders).
 author:

@@ -49,7 +49,7 @@ options:
 notes:
   - A unit counts as running when it is C(active), C(activating) or C(reloading), and as enabled when
     C(systemctl is-enabled) would say so (C(enabled), C(enabled-runtime), C(static), C(indirect),
-    C(generated), C(alias), C(linked)). A C(masked) unit cannot be started or enabled: that is an error.
+    C(generated), C(alias), C(linked)). Starting or enabling a C(masked) unit is an error.
 seealso:
   - module: ansible.builtin.systemd_service
 """
@@ -86,6 +86,12 @@ disabled:
   returned: always
   type: list
   elements: str
+missing:
+  description: Units that systemd does not know (check mode only; a real run fails on them).
+  returned: always
+  type: list
+  elements: str
+  sample: [slurmd]
 daemon_reloaded:
   description: Whether systemd reloaded its units because a unit of O(services) needed it (or, in check mode, would).
   returned: always
@@ -152,7 +158,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    result = dict(changed=False, started=[], stopped=[], enabled=[], disabled=[], daemon_reloaded=False, status={})
+    result = dict(changed=False, started=[], stopped=[], enabled=[], disabled=[], missing=[], daemon_reloaded=False,
+                  status={})
     specs, problems = _specs(module.params['services'])
     if problems:
         module.fail_json(msg='; '.join(problems), **result)
@@ -196,6 +203,7 @@ def main():
         problems.append('systemd knows no unit %s' % ', '.join(missing))
     if problems:
         module.fail_json(msg='; '.join(problems), **result)
+    result['missing'] = missing
     if missing:
         module.warn('Check mode: no unit %s yet; reported as it would be after the install.' % ', '.join(missing))
 
