@@ -145,6 +145,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible_collections.ocigpu.cluster.plugins.module_utils._fsattrs import (
     ensure_folders, folder_specs, fs_attrs, item_attrs, unknown_ids)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._items import item_problem
 
 FIELDS = ('dest', 'content', 'content_b64', 'owner', 'group', 'mode', 'validate', 'state')
 
@@ -167,14 +168,11 @@ def _specs(module, promised):
     specs, problems, absent = [], [], []
     seen = set()
     for item in params['files']:
-        dest = item.get('dest')
-        if not isinstance(dest, str) or not dest:
-            problems.append('%r has no dest' % (sorted(item),))
+        problem = item_problem(item, 'dest', FIELDS)
+        if problem:
+            problems.append(problem)
             continue
-        unknown = sorted(set(item) - set(FIELDS))
-        if unknown:
-            problems.append('%s: unknown keys %s' % (dest, ', '.join(unknown)))
-            continue
+        dest = item['dest']
         state = item.get('state', 'present')
         if state not in ('present', 'absent'):
             problems.append('%s: state must be present or absent, got %s' % (dest, state))

@@ -104,6 +104,7 @@ status:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._items import item_problem
 
 FIELDS = ('name', 'state', 'enabled')
 RUNNING = ('active', 'activating', 'reloading')
@@ -114,14 +115,11 @@ def _specs(items):
     """The items checked: (specs, problems)."""
     specs, problems = [], []
     for item in items:
-        name = item.get('name')
-        if not isinstance(name, str) or not name:
-            problems.append('%r has no name' % (sorted(item),))
+        problem = item_problem(item, 'name', FIELDS)
+        if problem:
+            problems.append(problem)
             continue
-        unknown = sorted(set(item) - set(FIELDS))
-        if unknown:
-            problems.append('%s: unknown keys %s' % (name, ', '.join(unknown)))
-            continue
+        name = item['name']
         state, enabled = item.get('state'), item.get('enabled')
         if state not in (None, 'started', 'stopped'):
             problems.append('%s: state must be started or stopped, got %s' % (name, state))

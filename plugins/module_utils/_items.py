@@ -1,0 +1,16 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Checks shared by the modules whose main option is a list of dicts (files, services)."""
+from __future__ import annotations
+
+
+def item_problem(item, key, fields):
+    """What is wrong with one item: no text under `key`, or keys other than `fields`; None when nothing."""
+    name = item.get(key)
+    if not isinstance(name, str) or not name:
+        return '%r has no %s' % (sorted(item), key)
+    unknown = sorted(set(item) - set(fields))
+    if unknown:
+        return '%s: unknown keys %s' % (name, ', '.join(unknown))
+    return None
