@@ -2,12 +2,15 @@
 # Copyright: ocigpu.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Owner, group and mode of the items of the folders and files modules: the module's defaults filled
-in, names checked against the host, and the dict that AnsibleModule's attribute setters take."""
+in, names checked against the host, and the dict that AnsibleModule's attribute setters take; and the
+folders both modules make sure of (checked items, then created or given their attributes)."""
 from __future__ import annotations
 
 import grp
 import os
 import pwd
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils._items import unknown_keys
 
 ATTRS = ('owner', 'group', 'mode')
 
@@ -57,9 +60,9 @@ def folder_specs(items, params):
         if not isinstance(item, dict) or not isinstance(item.get('path'), str):
             problems.append('%r is neither a path nor a dict with a path' % (item,))
             continue
-        unknown = sorted(set(item) - set(FOLDER_FIELDS))
-        if unknown:
-            problems.append('%s: unknown keys %s' % (item['path'], ', '.join(unknown)))
+        problem = unknown_keys(item['path'], item, FOLDER_FIELDS)
+        if problem:
+            problems.append(problem)
             continue
         spec = item_attrs(item, params)
         spec['path'] = item['path']
