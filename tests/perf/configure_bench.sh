@@ -2,11 +2,14 @@
 # Benchmark of configure.yml over SSH through the bastion, on the demo's local stand-ins
 # (tests/demo/lib.sh: the simulator launches one systemd container per instance).
 #
-# For each node count it provisions a cluster against the simulator, then times three runs of the
+# For each node count it provisions a cluster against the simulator, then times four runs of the
 # whole configure.yml (every role that needs no GPU, NVMe disk or RDMA NIC, firewall on):
 #   first    - the first run on fresh stand-ins
-#   re-run   - the same run again (idempotent: nothing to change)
-#   --tags slurm - one role re-applied, as a user does after editing Slurm settings
+#   re-run   - the same run again (idempotent: nothing to change; every role is current on every
+#              host, so role_records lets configure.yml skip them all: docs/rerun.md)
+#   full     - the same again with configure_skip_unchanged=false: every role runs all its tasks
+#   --tags slurm - one role re-applied whole (configure_skip_unchanged=false), as after editing Slurm
+#              settings (a changed setting makes the role run on every host)
 # and prints the times, the re-runs as a share of the first run, and where the time went (the
 # ansible.posix profile_roles and profile_tasks recaps of each run).
 #
@@ -86,21 +89,29 @@ for n in "${counts[@]}"; do
   first=$(timed "$DEMO_WORK/first.log")
   phases=(first)
   if [ -n "${FIRST_ONLY:-}" ]; then  # only the first run (tests/perf/pull_bench.sh compares it)
-    rerun=0 slurm=0
+    rerun=0 full=0 slurm=0
     : > "$DEMO_WORK/rerun.log"
   else
-    phases+=(rerun slurm)
+    phases+=(rerun full slurm)
     log "--- $n nodes: idempotent re-run"
     rerun=$(timed "$DEMO_WORK/rerun.log")
-    log "--- $n nodes: --tags slurm"
-    slurm=$(timed "$DEMO_WORK/slurm.log" --tags slurm)
+    # Every role must have been current on every host (the first run recorded them all).
+    if awk '/^TASK \[Say why each role runs\]/ { s = 1; next } /^TASK / { s = 0 } s && /^ +"[a-z_]+": "/ && !/"(msg|nvme_scratch)": /' \
+        "$DEMO_WORK/rerun.log" | grep -q .; then
+      die "the idempotent re-run found roles to run; see 'Say why each role runs' in $DEMO_WORK/rerun.log"
+    fi
+    log "--- $n nodes: full re-run (configure_skip_unchanged=false)"
+    full=$(timed "$DEMO_WORK/full.log" -e configure_skip_unchanged=false)
+    log "--- $n nodes: --tags slurm (configure_skip_unchanged=false)"
+    slurm=$(timed "$DEMO_WORK/slurm.log" --tags slurm -e configure_skip_unchanged=false)
   fi
   log "--- $n nodes: calibration (${CALIB_TASKS:-20} remote no-op tasks, ${CALIB_TASKS:-20} controller-only tasks)"
   read -r per_remote per_local < <(calibrate)
-  rows+=("$(printf '%5s  %8.1f  %8.1f %5.0f%%  %8.1f %5.0f%%  %9s' "$n" "$first" "$rerun" \
-    "$(awk -v a="$rerun" -v b="$first" 'BEGIN { print 100 * a / b }')" "$slurm" \
+  rows+=("$(printf '%5s  %8.1f  %8.1f %5.0f%%  %8.1f %5.0f%%  %8.1f %5.0f%%  %9s' "$n" "$first" "$rerun" \
+    "$(awk -v a="$rerun" -v b="$first" 'BEGIN { print 100 * a / b }')" "$full" \
+    "$(awk -v a="$full" -v b="$first" 'BEGIN { print 100 * a / b }')" "$slurm" \
     "$(awk -v a="$slurm" -v b="$first" 'BEGIN { print 100 * a / b }')" \
-    "$(changed_total "$DEMO_WORK/rerun.log")")")
+    "$(( $(changed_total "$DEMO_WORK/rerun.log") + $(changed_total "$DEMO_WORK/full.log") ))")")
   calib+=("$(printf '%5s  %9.3f  %9.3f  %9s  %9.0f  %9s  %9.0f' "$n" "$per_remote" "$per_local" \
     "$(tasks "$DEMO_WORK/rerun.log")" "$(awk -v a="$rerun" -v b="$per_remote" 'BEGIN { print (b > 0 ? a / b : 0) }')" \
     "$(tasks "$DEMO_WORK/slurm.log")" "$(awk -v a="$slurm" -v b="$per_remote" 'BEGIN { print (b > 0 ? a / b : 0) }')")")
@@ -113,9 +124,11 @@ done
 
 echo
 echo "configure.yml over SSH through the bastion (whole stack but nvme_scratch), seconds:"
-printf '%5s  %8s  %8s %6s  %8s %6s  %9s\n' nodes first re-run share 'slurm' share 'changed*'
+printf '%5s  %8s  %8s %6s  %8s %6s  %8s %6s  %9s\n' nodes first re-run share full share 'slurm' share 'changed*'
 printf '%s\n' "${rows[@]}"
-echo "  * tasks reported changed by the idempotent re-run, all hosts together (0 expected)"
+echo "  re-run: roles current on every host are skipped (role_records); full: configure_skip_unchanged=false,"
+echo "  every task of every role runs; slurm: --tags slurm with every task of the role"
+echo "  * tasks reported changed by the re-run and the full re-run, all hosts together (0 expected)"
 echo "  goals: re-run at most 25 % of the first run, --tags slurm at most 15 %"
 echo
 echo "task rounds on the same hosts right after (seconds a round; a run in rounds of a remote no-op task):"

@@ -94,3 +94,24 @@ def test_every_docs_page_is_reachable_from_the_index():
     pages = {p.resolve() for p in (ROOT / "docs").rglob("*.md") if p.name != "index.md"}
     orphans = sorted(str(p.relative_to(ROOT)) for p in pages - linked)
     assert not orphans, f"pages not linked from docs/index.md: {orphans}"
+
+
+def _configure_play():
+    plays = _load(ROOT / "playbooks" / "configure.yml")
+    return next(p for p in plays if p.get("name") == "Configure the cluster's hosts")
+
+
+def test_every_role_of_configure_is_skipped_only_through_its_record():
+    """configure.yml skips a role when role_records finds it current: each role of the play is in
+    _ocigpu_role_applies, runs only when it is in _ocigpu_roles_run, and declares what it manages
+    (__<role>_record in its vars/main.yml; docs/rerun.md)."""
+    play = _configure_play()
+    applies = play["vars"]["_ocigpu_role_applies"]
+    names = [entry["role"].rpartition(".")[2] for entry in play["roles"]]
+    assert sorted(names) == sorted(applies), "the roles list and _ocigpu_role_applies differ"
+    for entry, name in zip(play["roles"], names):
+        assert entry.get("when") == f"'{name}' in _ocigpu_roles_run", f"{name}: when must test _ocigpu_roles_run"
+        record = _load(ROOT / "roles" / name / "vars" / "main.yml").get(f"__{name}_record")
+        assert isinstance(record, dict) and record, f"roles/{name}/vars/main.yml declares no __{name}_record"
+        unknown = set(record) - {"paths", "units", "packages", "users", "sysctls", "mounts"}
+        assert not unknown, f"__{name}_record: unknown kinds {sorted(unknown)}"

@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of ocigpu.cluster.role_records: the roles' fingerprints (docs/rerun.md).
+
+A role's fingerprint is a hash of everything that decides what the role does on a host:
+- the role's files, the collection's plugins, the playbook that runs the task, the versions of the
+  installed collections (the on-demand nodes' pull bundle carries them) and the files named in the
+  task's files option (a variables file read on the nodes);
+- every variable of the host, rendered (inventory, group and extra vars, play vars, role defaults and
+  vars), except Ansible's own, the names that start with one underscore (the playbook's registered
+  results) and the observations listed in OBSERVATIONS;
+- the facts the roles read (FACTS, NODE_FACTS; tests/unit check that the roles read no others), and the
+  inventory's groups, hence the cluster's members.
+A role's output on one host may depend on another host's variables and facts (slurm.conf lists every
+node); configure.yml therefore skips a role only when it is current on every host, and each host's
+fingerprint covers its own variables and facts.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.collection_loader import AnsibleCollectionConfig
+
+COLLECTION_ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
+
+# Facts from setup that the roles read; the others (uptime, free memory, mounts...) change by themselves.
+FACTS = ('architecture', 'distribution', 'distribution_major_version', 'distribution_version', 'fqdn',
+         'hostname', 'memtotal_mb', 'os_family', 'processor_count', 'processor_cores', 'processor_vcpus',
+         'service_mgr')
+DEFAULT_IPV4 = ('address', 'interface', 'netmask', 'network', 'gateway')
+# Facts that roles set for themselves while they run (never an input of the next run).
+ROLE_SET_FACTS = ('getent_passwd', 'services')
+# Parts of node_facts (ocigpu_node) that describe the machine, not what the roles made of it: the disks'
+# signatures and mounts and the RDMA ports' state change as the roles run, and IMDS may answer or not.
+NODE_FACTS = ('shape', 'shape_source', 'shape_facts', 'instance', 'primary', 'gpus')
+NVME_DISK_KEYS = ('by_id', 'size_bytes', 'model', 'serial')
+RDMA_KEYS = ('interfaces', 'expected', 'source', 'agent')
+RDMA_DEVICE_KEYS = ('name', 'netdev', 'pci', 'pci_id', 'driver', 'link_layer')
+# Variables that steer how a run works, not what a role leaves: the installed packages (read this run,
+# they change as roles install), the node's time zone (common sets it), and the switch that runs
+# every role anyway (docs/rerun.md).
+OBSERVATIONS = ('ocigpu_installed_packages', 'ocigpu_timezone', 'configure_skip_unchanged')
+# Ansible's magic variables (those not named ansible_*), left out as a whole; the host's identity and
+# groups are inputs of their own.
+MAGIC = ('environment', 'group_names', 'groups', 'hostvars', 'inventory_dir', 'inventory_file',
+         'inventory_hostname', 'inventory_hostname_short', 'omit', 'play_hosts', 'playbook_dir',
+         'role_name', 'role_names', 'role_path', 'role_uuid', 'vars')
+
+
+def _digest(data):
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def value_digest(value):
+    """A short hash of a value, the same for equal values whatever the order of dict keys."""
+    return _digest(json.dumps(value, sort_keys=True, default=repr).encode('utf-8'))
+
+
+def tree_digest(path):
+    """A short hash of a file or of a folder's files (names and contents), without Python caches."""
+    digest = hashlib.sha256()
+    if os.path.isfile(path):
+        with open(path, 'rb') as handle:
+            digest.update(handle.read())
+        return digest.hexdigest()[:16]
+    for top, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d != '__pycache__')
+        for name in sorted(files):
+            if name.endswith('.pyc'):
+                continue
+            full = os.path.join(top, name)
+            digest.update(os.path.relpath(full, path).encode('utf-8') + b'\0')
+            with open(full, 'rb') as handle:
+                digest.update(handle.read())
+            digest.update(b'\0')
+    return digest.hexdigest()[:16]
+
+
+def fact_inputs(facts):
+    """The facts that are inputs, by name (fact:NAME)."""
+    facts = facts or {}
+    picked = dict(('fact:' + key, facts.get(key)) for key in FACTS)
+    ipv4 = facts.get('default_ipv4') or {}
+    picked['fact:default_ipv4'] = dict((key, ipv4.get(key)) for key in DEFAULT_IPV4)
+    node = facts.get('ocigpu_node') or {}
+    for key in NODE_FACTS:
+        picked['fact:ocigpu_node.' + key] = node.get(key)
+    nvme = node.get('nvme') or {}
+    picked['fact:ocigpu_node.nvme'] = {
+        'disks': [dict((key, disk.get(key)) for key in NVME_DISK_KEYS) for disk in nvme.get('disks') or []],
+        'boot_disks': nvme.get('boot_disks'),
+    }
+    rdma = node.get('rdma') or {}
+    picked['fact:ocigpu_node.rdma'] = dict((key, rdma.get(key)) for key in RDMA_KEYS)
+    picked['fact:ocigpu_node.rdma']['devices'] = [
+        dict((key, dev.get(key)) for key in RDMA_DEVICE_KEYS) for dev in rdma.get('devices') or []]
+    return picked
+
+
+def is_input_var(name):
+    return not (name.startswith('ansible_') or name in MAGIC or name in OBSERVATIONS
+                or (name.startswith('_') and not name.startswith('__')))
+
+
+def collection_versions(paths):
+    """{namespace.name: version} of the collections installed under paths (the first found wins)."""
+    found = {}
+    for top in paths:
+        for manifest in sorted(glob.glob(os.path.join(top, 'ansible_collections', '*', '*', 'MANIFEST.json'))):
+            try:
+                with open(manifest) as handle:
+                    info = json.load(handle).get('collection_info', {})
+            except (OSError, ValueError):
+                continue
+            found.setdefault('%s.%s' % (info.get('namespace'), info.get('name')), info.get('version'))
+    return found
+
+
+def fingerprints(roles, inputs):
+    """Each role's fingerprint: its own files' hash and every input that is not another role's files."""
+    shared = sorted((name, digest) for name, digest in inputs.items() if not name.startswith('role:'))
+    prints = {}
+    for role in roles:
+        prints[role] = value_digest([inputs['role:' + role], shared])
+    return prints
+
+
+class ActionModule(ActionBase):
+
+    _supports_check_mode = True
+    _supports_async = False
+
+    def _render(self, value):
+        try:
+            return self._templar.template(value)
+        except Exception as exc:  # an undefined variable, a lookup that fails: the same next run too
+            return '!%s' % type(exc).__name__
+
+    def _inputs(self, roles, files, task_vars):
+        inputs = {}
+        for role in roles:
+            path = os.path.join(COLLECTION_ROOT, 'roles', role)
+            inputs['role:' + role] = tree_digest(path) if os.path.isdir(path) else 'missing'
+        inputs['code:plugins'] = tree_digest(os.path.join(COLLECTION_ROOT, 'plugins'))
+        playbook = (self._task.get_path() or '').rpartition(':')[0]
+        inputs['code:playbook'] = tree_digest(playbook) if os.path.isfile(playbook) else 'unknown'
+        inputs['code:collections'] = value_digest(collection_versions(AnsibleCollectionConfig.collection_paths))
+        for path in files:
+            inputs['file:' + path] = tree_digest(path) if os.path.isfile(path) else 'missing'
+        inputs['host'] = value_digest(task_vars.get('inventory_hostname'))
+        inputs['groups'] = value_digest(dict((g, sorted(h)) for g, h in (task_vars.get('groups') or {}).items()))
+        for name, value in fact_inputs(self._render(task_vars.get('ansible_facts') or {})).items():
+            inputs[name] = value_digest(value)
+        # Facts that modules returned are also variables of their own name: the projection above
+        # stands for all facts.
+        facts = set(task_vars.get('ansible_facts') or {})
+        for name in task_vars:
+            if is_input_var(name) and name not in facts:
+                inputs['var:' + name] = value_digest(self._render(task_vars[name]))
+        return inputs
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp  # not used
+        args = dict(self._task.args)
+        if args.get('state', 'verify') == 'verify':
+            roles = args.get('roles')
+            if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+                result.update(failed=True, msg='With state=verify, roles must be a list of role names')
+                return result
+            files = args.pop('files', None) or []
+            if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
+                result.update(failed=True, msg='files must be a list of paths on the controller')
+                return result
+            inputs = self._inputs(roles, files, task_vars)
+            prints = fingerprints(roles, inputs)
+            args.update(roles=prints, inputs=inputs)
+            result.update(self._execute_module(module_name='ocigpu.cluster.role_records', module_args=args,
+                                               task_vars=task_vars))
+            result.update(fingerprints=prints, inputs=inputs)
+            return result
+        result.update(self._execute_module(module_name='ocigpu.cluster.role_records', module_args=args,
+                                           task_vars=task_vars))
+        return result
