@@ -7,9 +7,10 @@ A role's fingerprint is a hash of everything that decides what the role does on 
 - the role's files, the collection's plugins, the playbook that runs the task, the versions of the
   installed collections (the on-demand nodes' pull bundle carries them) and the files named in the
   task's files option (a variables file read on the nodes);
-- every variable of the host, rendered (inventory, group and extra vars, play vars, role defaults and
-  vars), except Ansible's own, the names that start with one underscore (the playbook's registered
-  results) and the observations listed in OBSERVATIONS;
+- every variable of the host, rendered (inventory, group and extra vars, play vars, role defaults;
+  those named like secrets hashed slowly, see SECRET), except Ansible's own, the observations listed
+  in OBSERVATIONS and the names that start with an underscore: the playbook's registered results, and
+  the roles' derived variables (__x), which are made from the role's files and from these inputs;
 - the facts the roles read (FACTS, NODE_FACTS; tests/unit check that the roles read no others), and the
   inventory's groups, hence the cluster's members.
 A role's output on one host may depend on another host's variables and facts (slurm.conf lists every
@@ -22,6 +23,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.collection_loader import AnsibleCollectionConfig
@@ -52,6 +54,12 @@ MAGIC = ('environment', 'group_names', 'groups', 'hostvars', 'inventory_dir', 'i
          'role_name', 'role_names', 'role_path', 'role_uuid', 'vars')
 
 
+# Variables that hold secrets: their hash is slow to compute (PBKDF2), so that a hash seen in a log
+# with -v, or in a record, does not let anyone test guesses of a weak password quickly.
+SECRET = re.compile(r'(password|passphrase|secret|token|api_key|private_key|munge_key|_b64$)(?!.*_(path|file|dir)$)')
+SECRET_ROUNDS = 100000
+
+
 def _digest(data):
     return hashlib.sha256(data).hexdigest()[:16]
 
@@ -59,6 +67,13 @@ def _digest(data):
 def value_digest(value):
     """A short hash of a value, the same for equal values whatever the order of dict keys."""
     return _digest(json.dumps(value, sort_keys=True, default=repr).encode('utf-8'))
+
+
+def secret_digest(name, value):
+    """A short, slow hash of a secret value (salted with its name)."""
+    data = json.dumps(value, sort_keys=True, default=repr).encode('utf-8')
+    return hashlib.pbkdf2_hmac('sha256', data, b'ocigpu.cluster role_records ' + name.encode('utf-8'),
+                               SECRET_ROUNDS).hex()[:16]
 
 
 def tree_digest(path):
@@ -103,8 +118,11 @@ def fact_inputs(facts):
 
 
 def is_input_var(name):
-    return not (name.startswith('ansible_') or name in MAGIC or name in OBSERVATIONS
-                or (name.startswith('_') and not name.startswith('__')))
+    """Whether a variable counts, by its rendered value. Not Ansible's own, nor the observations, nor
+    the names that start with an underscore: registered results (_x), and the roles' derived variables
+    (__x), which are made from the role's files and from inputs (a unit test checks that they use no
+    lookup); rendering those would cost more than all the rest (slurm's walk every host)."""
+    return not (name.startswith('ansible_') or name.startswith('_') or name in MAGIC or name in OBSERVATIONS)
 
 
 def collection_versions(paths):
@@ -161,7 +179,8 @@ class ActionModule(ActionBase):
         facts = set(task_vars.get('ansible_facts') or {})
         for name in task_vars:
             if is_input_var(name) and name not in facts:
-                inputs['var:' + name] = value_digest(self._render(task_vars[name]))
+                value = self._render(task_vars[name])
+                inputs['var:' + name] = secret_digest(name, value) if SECRET.search(name) else value_digest(value)
         return inputs
 
     def run(self, tmp=None, task_vars=None):

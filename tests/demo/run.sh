@@ -145,7 +145,8 @@ ansible "${drift_nodes[1]}" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.
   -a 'systemctl is-active rdma-exporter.service' >> "$work/drift.log" \
   || die "the exporter was not started again; see $work/drift.log"
 echo "   both repaired in $(( $(date +%s) - start ))s; the roles ran on every host, and changed only these:"
-grep -B3 -E '^changed: ' "$work/configure-3.log" | grep -E '^TASK|^changed' | sed 's/^/     /'
+awk '/^(TASK|RUNNING HANDLER) \[/ { t = $0; sub(/ \*+$/, "", t) } /^changed: / { print t "  " $1 " " $2 }' "$work/configure-3.log" \
+  | grep -v 'Record what each role' | sed 's/^/     /'
 
 step "6. A container job across both nodes, with the firewall on"
 start=$(date +%s)

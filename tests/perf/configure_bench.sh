@@ -2,7 +2,7 @@
 # Benchmark of configure.yml over SSH through the bastion, on the demo's local stand-ins
 # (tests/demo/lib.sh: the simulator launches one systemd container per instance).
 #
-# For each node count it provisions a cluster against the simulator, then times four runs of the
+# For each node count it provisions a cluster against the simulator, then times five runs of the
 # whole configure.yml (every role that needs no GPU, NVMe disk or RDMA NIC, firewall on):
 #   first    - the first run on fresh stand-ins
 #   re-run   - the same run again (idempotent: nothing to change; every role is current on every
@@ -10,6 +10,7 @@
 #   full     - the same again with configure_skip_unchanged=false: every role runs all its tasks
 #   --tags slurm - one role re-applied whole (configure_skip_unchanged=false), as after editing Slurm
 #              settings (a changed setting makes the role run on every host)
+#   --tags slurm, current - the same with nothing changed: the role is skipped
 # and prints the times, the re-runs as a share of the first run, and where the time went (the
 # ansible.posix profile_roles and profile_tasks recaps of each run).
 #
@@ -89,10 +90,10 @@ for n in "${counts[@]}"; do
   first=$(timed "$DEMO_WORK/first.log")
   phases=(first)
   if [ -n "${FIRST_ONLY:-}" ]; then  # only the first run (tests/perf/pull_bench.sh compares it)
-    rerun=0 full=0 slurm=0
+    rerun=0 full=0 slurm=0 slurm_current=0
     : > "$DEMO_WORK/rerun.log"
   else
-    phases+=(rerun full slurm)
+    phases+=(rerun full slurm slurm-current)
     log "--- $n nodes: idempotent re-run"
     rerun=$(timed "$DEMO_WORK/rerun.log")
     # Every role must have been current on every host (the first run recorded them all).
@@ -104,13 +105,16 @@ for n in "${counts[@]}"; do
     full=$(timed "$DEMO_WORK/full.log" -e configure_skip_unchanged=false)
     log "--- $n nodes: --tags slurm (configure_skip_unchanged=false)"
     slurm=$(timed "$DEMO_WORK/slurm.log" --tags slurm -e configure_skip_unchanged=false)
+    log "--- $n nodes: --tags slurm (nothing changed: the role is current and skipped)"
+    slurm_current=$(timed "$DEMO_WORK/slurm-current.log" --tags slurm)
   fi
   log "--- $n nodes: calibration (${CALIB_TASKS:-20} remote no-op tasks, ${CALIB_TASKS:-20} controller-only tasks)"
   read -r per_remote per_local < <(calibrate)
-  rows+=("$(printf '%5s  %8.1f  %8.1f %5.0f%%  %8.1f %5.0f%%  %8.1f %5.0f%%  %9s' "$n" "$first" "$rerun" \
+  rows+=("$(printf '%5s  %8.1f  %8.1f %5.0f%%  %8.1f %5.0f%%  %8.1f %5.0f%%  %8.1f %5.0f%%  %9s' "$n" "$first" "$rerun" \
     "$(awk -v a="$rerun" -v b="$first" 'BEGIN { print 100 * a / b }')" "$full" \
     "$(awk -v a="$full" -v b="$first" 'BEGIN { print 100 * a / b }')" "$slurm" \
-    "$(awk -v a="$slurm" -v b="$first" 'BEGIN { print 100 * a / b }')" \
+    "$(awk -v a="$slurm" -v b="$first" 'BEGIN { print 100 * a / b }')" "$slurm_current" \
+    "$(awk -v a="$slurm_current" -v b="$first" 'BEGIN { print 100 * a / b }')" \
     "$(( $(changed_total "$DEMO_WORK/rerun.log") + $(changed_total "$DEMO_WORK/full.log") ))")")
   calib+=("$(printf '%5s  %9.3f  %9.3f  %9s  %9.0f  %9s  %9.0f' "$n" "$per_remote" "$per_local" \
     "$(tasks "$DEMO_WORK/rerun.log")" "$(awk -v a="$rerun" -v b="$per_remote" 'BEGIN { print (b > 0 ? a / b : 0) }')" \
@@ -124,10 +128,11 @@ done
 
 echo
 echo "configure.yml over SSH through the bastion (whole stack but nvme_scratch), seconds:"
-printf '%5s  %8s  %8s %6s  %8s %6s  %8s %6s  %9s\n' nodes first re-run share full share 'slurm' share 'changed*'
+printf '%5s  %8s  %8s %6s  %8s %6s  %8s %6s  %8s %6s  %9s\n' nodes first re-run share full share 'slurm' share 'slurm-cur' share 'changed*'
 printf '%s\n' "${rows[@]}"
 echo "  re-run: roles current on every host are skipped (role_records); full: configure_skip_unchanged=false,"
-echo "  every task of every role runs; slurm: --tags slurm with every task of the role"
+echo "  every task of every role runs; slurm: --tags slurm with every task of the role; slurm-cur: --tags"
+echo "  slurm with nothing changed (the role is current, so it is skipped)"
 echo "  * tasks reported changed by the re-run and the full re-run, all hosts together (0 expected)"
 echo "  goals: re-run at most 25 % of the first run, --tags slurm at most 15 %"
 echo

@@ -170,7 +170,7 @@ def test_volatile_facts_and_observations_are_not_inputs():
     assert action.fact_inputs(moved) != action.fact_inputs(facts)
     assert not action.is_input_var('ocigpu_installed_packages') and not action.is_input_var('_registered')
     assert not action.is_input_var('configure_skip_unchanged')
-    assert action.is_input_var('__slurm_packages') and action.is_input_var('slurm_partitions')
+    assert not action.is_input_var('__slurm_packages') and action.is_input_var('slurm_partitions')
     assert not action.is_input_var('ansible_host') and not action.is_input_var('hostvars')
 
 
@@ -203,3 +203,28 @@ def test_every_fact_the_roles_read_is_an_input():
             if name not in known or (name == 'ocigpu_node' and sub and sub not in node_known):
                 unknown.add('%s: %s%s' % (path.relative_to(ROOT), name, '.' + sub if sub else ''))
     assert not unknown, 'facts the role fingerprints leave out (plugins/action/role_records.py): %s' % sorted(unknown)
+
+
+def test_secrets_are_hashed_slowly_and_salted_with_their_name():
+    assert action.SECRET.search('slurm_accounting_db_password') and action.SECRET.search('enroot_nvcr_api_key')
+    assert action.SECRET.search('slurm_munge_key_b64') and not action.SECRET.search('__slurm_munge_key_path')
+    assert action.SECRET.search('__slurm_munge_ctl_b64') and not action.SECRET.search('slurm_partitions')
+    one = action.secret_digest('a_password', 'hunter2')
+    assert one == action.secret_digest('a_password', 'hunter2') != action.value_digest('hunter2')
+    assert one != action.secret_digest('b_password', 'hunter2')
+
+
+def test_the_roles_derived_variables_use_no_lookup():
+    """The roles' __x variables are not rendered for the fingerprint: they must be made only from the
+    role's files and from the inputs, never from a lookup (a file on the controller, a command)."""
+    # Where the controller keeps its own files: what reaches the node does not depend on the path.
+    allowed = {'__slurm_autoscaler_pull_stage'}
+    found = []
+    for path in (ROOT / 'roles').glob('*/vars/*.yml'):
+        if path.parts[-3] == 'nccl_tests':
+            continue
+        text = path.read_text()
+        for match in re.finditer(r'(?m)^(__\w+):(.*(?:\n[ #].*)*)', text):
+            if re.search(r'\b(lookup|query|q)\(', match.group(2)) and match.group(1) not in allowed:
+                found.append('%s: %s' % (path.relative_to(ROOT), match.group(1)))
+    assert not found, found
