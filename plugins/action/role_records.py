@@ -25,6 +25,7 @@ import json
 import os
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 
@@ -197,11 +198,21 @@ class ActionModule(ActionBase):
             if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
                 result.update(failed=True, msg='files must be a list of paths on the controller')
                 return result
+            try:
+                compare = boolean(args.pop('compare', True), strict=True)
+            except TypeError:
+                result.update(failed=True, msg='compare must be a boolean')
+                return result
             inputs = self._inputs(roles, files, task_vars)
             prints = fingerprints(roles, inputs)
-            args.update(roles=prints, inputs=inputs)
-            result.update(self._execute_module(module_name='ocigpu.cluster.role_records', module_args=args,
-                                               task_vars=task_vars))
+            if compare:
+                args.update(roles=prints, inputs=inputs)
+                result.update(self._execute_module(module_name='ocigpu.cluster.role_records', module_args=args,
+                                                   task_vars=task_vars))
+            else:
+                # Every role runs anyway: the fingerprints are for the record at the end; no remote call.
+                result.update(changed=False, current=[], stale=list(roles), recorded=[],
+                              reasons=dict((role, 'not compared (compare=false): every role runs') for role in roles))
             result.update(fingerprints=prints, inputs=inputs)
             return result
         result.update(self._execute_module(module_name='ocigpu.cluster.role_records', module_args=args,

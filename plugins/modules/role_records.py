@@ -46,6 +46,14 @@ options:
         strings - C(paths), C(units), C(packages), C(users), C(sysctls) and C(mounts).
     type: raw
     required: true
+  compare:
+    description:
+      - With O(state=verify), whether to compare on the node. V(false) makes no remote call and returns
+        every role of O(roles) as stale, with its fingerprint for the record (C(configure.yml) passes
+        V(false) with C(configure_skip_unchanged=false), when every role runs anyway). Handled on the
+        controller; the module never sees it.
+    type: bool
+    default: true
   files:
     description:
       - With O(state=verify), files on the controller whose content is an input too (a variables file
@@ -223,6 +231,7 @@ def main():
             roles=dict(type='raw', required=True),
             inputs=dict(type='dict'),
             files=dict(type='list', elements='path'),
+            compare=dict(type='bool', default=True),
             fingerprints=dict(type='dict'),
             path=dict(type='path', default='/var/lib/ocigpu/roles'),
         ),

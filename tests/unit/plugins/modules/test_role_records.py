@@ -228,3 +228,57 @@ def test_the_roles_derived_variables_use_no_lookup():
             if re.search(r'\b(lookup|query|q)\(', match.group(2)) and match.group(1) not in allowed:
                 found.append('%s: %s' % (path.relative_to(ROOT), match.group(1)))
     assert not found, found
+
+
+class _Task:
+    """The parts of a task that ActionBase.run and this action read."""
+
+    def __init__(self, args):
+        self.args = args
+        self.async_val = 0
+        self.check_mode = False
+        self.diff = False
+        self.action = 'ocigpu.cluster.role_records'
+
+    def get_path(self):
+        return str(ROOT / 'playbooks' / 'configure.yml') + ':1'
+
+
+@pytest.fixture
+def no_collection_paths(monkeypatch):
+    """No collection finder outside ansible-playbook: the installed collections are none."""
+    monkeypatch.setattr(action, 'AnsibleCollectionConfig', type('Config', (), {'collection_paths': []}))
+
+
+def _action(args, calls):
+    plugin = action.ActionModule.__new__(action.ActionModule)
+    plugin._task = _Task(args)
+    plugin._templar = type('T', (), {'template': staticmethod(lambda value: value)})()
+    plugin._connection = type('C', (), {'_shell': type('S', (), {'tmpdir': 'set'})()})()
+    plugin._supports_check_mode = True
+
+    def execute(module_name, module_args, task_vars):
+        calls.append(module_args)
+        return {'changed': False, 'current': ['slurm'], 'stale': [], 'reasons': {}}
+    plugin._execute_module = execute
+    return plugin
+
+
+@pytest.mark.parametrize('compare', [True, 'yes'])
+def test_verify_compares_on_the_node_by_default(compare, no_collection_paths):
+    calls = []
+    result = _action({'roles': ['slurm'], 'compare': compare}, calls).run(task_vars={'inventory_hostname': 'n1'})
+    assert len(calls) == 1 and set(calls[0]['roles']) == {'slurm'} and 'compare' not in calls[0]
+    assert result['current'] == ['slurm'] and result['fingerprints']['slurm'] == calls[0]['roles']['slurm']
+
+
+def test_verify_without_compare_makes_no_remote_call_and_gives_the_same_fingerprints(no_collection_paths):
+    calls = []
+    compared = _action({'roles': ['slurm', 'common']}, calls).run(task_vars={'inventory_hostname': 'n1'})
+    result = _action({'roles': ['slurm', 'common'], 'compare': False}, calls).run(task_vars={'inventory_hostname': 'n1'})
+    assert len(calls) == 1
+    assert result['stale'] == ['slurm', 'common'] and result['current'] == []
+    assert result['reasons']['slurm'].startswith('not compared')
+    assert result['fingerprints'] == compared['fingerprints'] and result['inputs'] == compared['inputs']
+    bad = _action({'roles': ['slurm'], 'compare': 'maybe'}, calls).run(task_vars={})
+    assert bad['failed'] and 'compare must be a boolean' in bad['msg'] and len(calls) == 1
