@@ -107,11 +107,20 @@ def test_every_role_of_configure_is_skipped_only_through_its_record():
     (__<role>_record in its vars/main.yml; docs/rerun.md)."""
     play = _configure_play()
     applies = play["vars"]["_ocigpu_role_applies"]
-    names = [entry["role"].rpartition(".")[2] for entry in play["roles"]]
-    assert sorted(names) == sorted(applies), "the roles list and _ocigpu_role_applies differ"
-    for entry, name in zip(play["roles"], names):
-        assert entry.get("when") == f"'{name}' in _ocigpu_roles_run", f"{name}: when must test _ocigpu_roles_run"
+    assert "roles" not in play, "the roles are imported in tasks (rolespec_validate: false), not listed under roles"
+    imports = [task for task in play["tasks"] if "ansible.builtin.import_role" in task]
+    assert len(imports) == len(play["tasks"]), "the play's tasks are the role imports only"
+    names = [task["ansible.builtin.import_role"]["name"].rpartition(".")[2] for task in imports]
+    assert sorted(names) == sorted(applies), "the role imports and _ocigpu_role_applies differ"
+    for task, name in zip(imports, names):
+        assert task.get("when") == f"'{name}' in _ocigpu_roles_run", f"{name}: when must test _ocigpu_roles_run"
+        assert task.get("tags") == [name], f"{name}: its tag must be its name"
+        # Ansible's per-role check is tagged always: the play checks the roles that run, in one task.
+        assert task["ansible.builtin.import_role"].get("rolespec_validate") is False, f"{name}: rolespec_validate"
         record = _load(ROOT / "roles" / name / "vars" / "main.yml").get(f"__{name}_record")
         assert isinstance(record, dict) and record, f"roles/{name}/vars/main.yml declares no __{name}_record"
         unknown = set(record) - {"paths", "units", "packages", "users", "sysctls", "mounts"}
         assert not unknown, f"__{name}_record: unknown kinds {sorted(unknown)}"
+    checks = [task for task in play["pre_tasks"] if "ansible.builtin.validate_argument_spec" in task]
+    assert len(checks) == 1 and checks[0]["loop"] == "{{ _ocigpu_roles_run }}", "one argument check for the roles that run"
+    assert checks[0]["tags"] == "always"
