@@ -44,6 +44,12 @@ timed() {
   awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f\n", a - b }'
 }
 
+# all_current LOG: true when the run's 'Say why each role runs' names no role to run on any host.
+all_current() {
+  ! awk '/^TASK \[Say why each role runs\]/ { s = 1; next } /^TASK / { s = 0 } s && /^ +"[a-z_]+": "/ && !/"(msg|nvme_scratch)": /' "$1" \
+    | grep -q .
+}
+
 # recap LOG: the slowest roles and tasks of one run.
 recap() {
   awk '/^ROLES RECAP/ { r = 1; next } /^TASKS RECAP/ { r = 0 } r && / -+ [0-9.]+s$/ { print "      role  " $0 }' "$1" | head -n 6
@@ -97,16 +103,15 @@ for n in "${counts[@]}"; do
     log "--- $n nodes: idempotent re-run"
     rerun=$(timed "$DEMO_WORK/rerun.log")
     # Every role must have been current on every host (the first run recorded them all).
-    if awk '/^TASK \[Say why each role runs\]/ { s = 1; next } /^TASK / { s = 0 } s && /^ +"[a-z_]+": "/ && !/"(msg|nvme_scratch)": /' \
-        "$DEMO_WORK/rerun.log" | grep -q .; then
-      die "the idempotent re-run found roles to run; see 'Say why each role runs' in $DEMO_WORK/rerun.log"
-    fi
+    all_current "$DEMO_WORK/rerun.log" || die "the idempotent re-run found roles to run; see 'Say why each role runs' in $DEMO_WORK/rerun.log"
     log "--- $n nodes: full re-run (configure_skip_unchanged=false)"
     full=$(timed "$DEMO_WORK/full.log" -e configure_skip_unchanged=false)
     log "--- $n nodes: --tags slurm (configure_skip_unchanged=false)"
     slurm=$(timed "$DEMO_WORK/slurm.log" --tags slurm -e configure_skip_unchanged=false)
     log "--- $n nodes: --tags slurm (nothing changed: the role is current and skipped)"
     slurm_current=$(timed "$DEMO_WORK/slurm-current.log" --tags slurm)
+    # The runs with configure_skip_unchanged=false made no comparison; what they recorded must match.
+    all_current "$DEMO_WORK/slurm-current.log" || die "--tags slurm found the role to run after it was applied; see $DEMO_WORK/slurm-current.log"
   fi
   log "--- $n nodes: calibration (${CALIB_TASKS:-20} remote no-op tasks, ${CALIB_TASKS:-20} controller-only tasks)"
   read -r per_remote per_local < <(calibrate)
