@@ -1,0 +1,71 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/boot_wait.yml: configure.yml (and so site.yml) waits for every host to answer and for
+cloud-init to finish, and names every host that did not in one message (issue 28).
+
+The inventory holds one host that answers (this machine, connection local, no cloud-init here) and
+two that never do (addresses of 198.18.0.0/15 where no host is), with a timeout of a few seconds."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+from tests.integration._helpers import COLLECTION_PLAYBOOKS, ROOT, VENV_BIN
+
+INVENTORY = """\
+[bastion]
+ctl ansible_connection=local ansible_python_interpreter={python}
+
+[gpu_nodes]
+gpu-a ansible_host=198.18.255.201 ansible_user=nobody
+gpu-b ansible_host=198.18.255.202 ansible_user=nobody
+"""
+
+
+def run_wait(tmp_path, inventory, *args):
+    (tmp_path / 'hosts.ini').write_text(inventory.format(python=sys.executable))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_RETRY_FILES_ENABLED='0', ANSIBLE_HOST_KEY_CHECKING='0', ANSIBLE_LOCALHOST_WARNING='0',
+               # Nothing answers at those addresses: fail each SSH attempt fast.
+               ANSIBLE_SSH_ARGS='-o ConnectTimeout=2 -o BatchMode=yes')
+    cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', str(tmp_path / 'hosts.ini'),
+           os.path.join(COLLECTION_PLAYBOOKS, 'boot_wait.yml'), '-e', 'boot_wait_timeout=3'] + list(args)
+    # cwd outside the checkout: the repository's ansible.cfg (fact cache, callbacks) stays out of it.
+    out = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120, check=False)
+    print(out.stdout[-6000:], out.stderr[-2000:])
+    return out
+
+
+def test_the_timeout_names_every_host_that_did_not_answer_in_one_message(tmp_path):
+    out = run_wait(tmp_path, INVENTORY)
+    assert out.returncode != 0
+    failures = [line for line in out.stdout.splitlines() if line.startswith(('fatal:', 'failed:'))]
+    assert len(failures) == 1, 'one failure, not one per host: %s' % failures
+    message = out.stdout[out.stdout.index(failures[0]):]
+    assert re.search(r'2 of 3 hosts are not ready after 3 s', message), message
+    named = message.split('(boot_wait_timeout):', 1)[1].split('\n', 1)[0]
+    assert 'gpu-a: did not answer SSH' in named and 'gpu-b: did not answer SSH' in named and 'ctl:' not in named, named
+    assert 'boot_wait_timeout' in message
+
+
+def test_hosts_that_answer_pass_and_cloud_init_absent_counts_as_ready(tmp_path):
+    out = run_wait(tmp_path, INVENTORY, '--limit', 'ctl')
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert 'cloud-init is not installed' in out.stdout
+    assert re.search(r'ctl\s+:\s+ok=\d+\s+changed=0\s+unreachable=0\s+failed=0', out.stdout)
+
+
+def test_the_wait_is_skipped_with_its_tag(tmp_path):
+    out = run_wait(tmp_path, INVENTORY, '--skip-tags', 'boot_wait')
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert 'gpu-a' not in out.stdout.split('PLAY RECAP')[0]
+
+
+def test_configure_waits_for_the_hosts_before_it_reads_them():
+    with open(os.path.join(COLLECTION_PLAYBOOKS, 'configure.yml'), encoding='utf-8') as f:
+        plays = yaml.safe_load(f)
+    names = [p.get('ansible.builtin.import_playbook') or p.get('hosts') for p in plays]
+    assert names.index('boot_wait.yml') < names.index('bastion:gpu_nodes'), names
