@@ -161,13 +161,15 @@ def resolve(artifacts, lock, strict=False, fetch=fetch_sum, download=download_su
         name, filename = item['name'], os.path.basename(item['url'].split('?')[0])
         locked = (lock.get(name) or {}).get('sha256')
         if locked:
-            for given, what in ((item['sha256'], item['setting']), (item['known'], "the role's table of verified sums")):
-                if given and given != locked:
-                    problems.append(
-                        '%s: %s gives sha256 %s, but the lock file holds %s (locked %s from %s): the cluster\'s '
-                        'nodes run the locked bytes. Remove the entry from the lock file to move the cluster to '
-                        'other bytes, or correct the setting.'
-                        % (name, what, given, locked, lock[name].get('locked', '?'), lock[name].get('source', '?')))
+            # The setting wins over the table (as when nothing is locked): only the sum in force is compared.
+            given, what = ((item['sha256'], item['setting']) if item['sha256']
+                           else (item['known'], "the role's table of verified sums"))
+            if given and given != locked:
+                problems.append(
+                    '%s: %s gives sha256 %s, but the lock file holds %s (locked %s from %s): the cluster\'s '
+                    'nodes run the locked bytes. Remove the entry from the lock file to move the cluster to '
+                    'other bytes, or correct the setting.'
+                    % (name, what, given, locked, lock[name].get('locked', '?'), lock[name].get('source', '?')))
             sums[name], sources[name] = locked, 'lock'
             continue
         try:

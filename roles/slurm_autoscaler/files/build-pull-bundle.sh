@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Build the pull path's bundle on the operator's machine (slurm_autoscaler, tasks/pull.yml):
-#   build-pull-bundle.sh OUT.tar.gz SETTINGS.json NODE_VARS.yml ROOT/ns/name...
-# OUT holds pull.json, node-vars.yml and collections/ansible_collections/<ns>/<name> for each
+#   build-pull-bundle.sh OUT.tar.gz SETTINGS.json NODE_VARS.yml LOCK.yml ROOT/ns/name...
+# OUT holds pull.json, node-vars.yml, ocigpu.lock.yml (the cluster's lock file of downloaded
+# artifacts, docs/artifacts.md; empty when LOCK.yml does not exist yet) and
+# collections/ansible_collections/<ns>/<name> for each
 # collection given by its folder. The archive is byte-for-byte the same for the same inputs
 # (sorted, fixed times and owners, gzip without a name or time), so an unchanged bundle is not
 # copied again. Checkout folders that an installed collection does not have are left out.
 set -euo pipefail
-out=$1 settings=$2 node_vars=$3
-shift 3
+out=$1 settings=$2 node_vars=$3 lock=$4
+shift 4
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/collections/ansible_collections"
 cp "$settings" "$stage/pull.json"
 cp "$node_vars" "$stage/node-vars.yml"
+if [ -e "$lock" ]; then cp "$lock" "$stage/ocigpu.lock.yml"; else : > "$stage/ocigpu.lock.yml"; fi
 for dir in "$@"; do
   name=$(basename "$dir") ns=$(basename "$(dirname "$dir")")
   mkdir -p "$stage/collections/ansible_collections/$ns"

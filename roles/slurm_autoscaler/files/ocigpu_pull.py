@@ -400,11 +400,16 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         lap('ansible')
         write_inventory(bundle, name)
         extra = [os.path.join(bundle, 'node-vars.yml'), secrets]
+        # The cluster's lock file came in the bundle: this node gets the bytes the cluster's other
+        # nodes got (docs/artifacts.md); strict as the controller's run was.
+        local_vars = dict(ocigpu_lock_file=os.path.join(bundle, 'ocigpu.lock.yml'),
+                          ocigpu_artifacts_strict=bool(settings.get('artifacts_strict', False)))
         if opts.imds_url != IMDS_URL:
-            local = os.path.join(bundle, 'local-vars.json')
-            with open(local, 'w') as f:
-                json.dump(dict(ocigpu_imds_url=opts.imds_url), f)
-            extra.append(local)
+            local_vars['ocigpu_imds_url'] = opts.imds_url
+        local = os.path.join(bundle, 'local-vars.json')
+        with open(local, 'w') as f:
+            json.dump(local_vars, f)
+        extra.append(local)
         rc = configure_fn(configure_command(venv, bundle, name, settings, extra), bundle, log, opts.log_file)
         lap('configure')
     finally:

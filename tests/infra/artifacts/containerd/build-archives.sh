@@ -6,11 +6,15 @@
 #
 # Run it on a Debian 13 machine (or container) with the packages containerd, runc,
 # containernetworking-plugins, rootlesskit, slirp4netns and bypass4netns installed. It writes
-#   OUTDIR/<owner>/<repo>/releases/download/v<version>/<file>   the archives, as GitHub serves them
+#   OUTDIR/<owner>/<repo>/releases/download/v<version>/<file>   the archives, as GitHub serves them,
+#                                                                with each project's checksum file beside
+#                                                                them, named as the project names it
 #   OUTDIR/tampered/...                                          the containerd archive, one byte changed
 #   OUTDIR/meta.json                                             {"versions": {...}, "checksums": {...}}
 # Versions are the packages' upstream versions; the archives hold Debian's binaries, not the
-# upstream builds, which this machine cannot download. nerdctl has no Debian package: none is made.
+# upstream builds, which this machine cannot download. nerdctl has no Debian package: none is made,
+# but bypass4netns comes in a stand-in of nerdctl's full bundle (bin/bypass4netns, bin/bypass4netnsd),
+# versioned "<bypass4netns version>-standin" so that it can never be taken for a real bundle.
 set -euo pipefail
 
 out=${1:?usage: build-archives.sh OUTDIR}
@@ -52,7 +56,7 @@ version[runc]=$(upstream_version runc)
 version[cni_plugins]=$(upstream_version containernetworking-plugins)
 version[rootlesskit]=$(upstream_version rootlesskit)
 version[slirp4netns]=$(upstream_version slirp4netns)
-version[bypass4netns]=$(upstream_version bypass4netns)
+version[bypass4netns]=$(upstream_version bypass4netns)-standin
 
 v=${version[containerd]}
 file[containerd]="containerd/containerd/releases/download/v$v/containerd-$v-linux-$goarch.tar.gz"
@@ -78,8 +82,22 @@ file[slirp4netns]="rootless-containers/slirp4netns/releases/download/v$v/slirp4n
 install -D -m 0755 "$(bin slirp4netns)" "$out/${file[slirp4netns]}"
 
 v=${version[bypass4netns]}
-file[bypass4netns]="rootless-containers/bypass4netns/releases/download/v$v/bypass4netns-$v-linux-$goarch.tar.gz"
-tarball "${file[bypass4netns]}" "bypass4netns=$(bin bypass4netns)" "bypass4netnsd=$(bin bypass4netnsd)"
+file[bypass4netns]="containerd/nerdctl/releases/download/v$v/nerdctl-full-$v-linux-$goarch.tar.gz"
+tarball "${file[bypass4netns]}" "bin/bypass4netns=$(bin bypass4netns)" "bin/bypass4netnsd=$(bin bypass4netnsd)"
+
+# Each project's checksum file, where and as the project publishes it: containerd one per archive
+# (<file>.sha256sum), CNI plugins one per archive (<file>.sha256), runc one per release
+# (runc.sha256sum), RootlessKit, slirp4netns and nerdctl one per release (SHA256SUMS).
+sums() {  # sums CHECKSUM_FILE ARCHIVE...: the sha256sum lines of the archives, by base name
+  local target=$1; shift
+  (cd "$(dirname "$out/$1")" && sha256sum "${@##*/}") > "$out/$target"
+}
+sums "${file[containerd]}.sha256sum" "${file[containerd]}"
+sums "${file[cni_plugins]}.sha256" "${file[cni_plugins]}"
+sums "$(dirname "${file[runc]}")/runc.sha256sum" "${file[runc]}"
+for c in rootlesskit slirp4netns bypass4netns; do
+  sums "$(dirname "${file[$c]}")/SHA256SUMS" "${file[$c]}"
+done
 
 # The tampered copy: same name and path under tampered/, one byte different.
 mkdir -p "$(dirname "$out/tampered/${file[containerd]}")"

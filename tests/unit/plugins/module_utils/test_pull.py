@@ -189,6 +189,8 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
         seen['argv'], seen['mode'] = argv, oct(os.stat(secrets).st_mode & 0o777)
         seen['secrets'] = json.load(open(secrets))
         seen['inventory'] = open(os.path.join(bundle, 'inventory.ini')).read()
+        seen['local'] = json.load(open([a[1:] for a in argv if a.endswith('local-vars.json')][0]))
+        seen['bundle'] = bundle
         return 0
 
     log = ocigpu_pull.Log(str(tmp_path / 'pull.log'))
@@ -209,6 +211,9 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
     # the key does not outlive the run, and the IMDS override reaches node_facts
     assert not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
     assert any(a.endswith('local-vars.json') for a in seen['argv'])
+    # the cluster's lock file travels in the bundle and holds this node to the cluster's bytes
+    assert seen['local']['ocigpu_lock_file'] == os.path.join(seen['bundle'], 'ocigpu.lock.yml')
+    assert seen['local']['ocigpu_artifacts_strict'] is False
     assert set(timings) >= {'wait_tags', 'fetch_bundle', 'join', 'ansible', 'configure', 'slurmd_start', 'total'}
     text = open(str(tmp_path / 'pull.log')).read()
     assert 'Slurm name gpu-1' in text and 'gpu-1 configured in' in text

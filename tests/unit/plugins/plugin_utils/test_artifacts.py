@@ -55,6 +55,12 @@ def test_a_sum_that_disagrees_with_the_lock_stops(kw, what):
     assert 'Remove the entry' in str(err.value)
 
 
+def test_a_setting_over_the_table_is_no_conflict_on_a_re_run():
+    lock = {'x/1.0/x.tgz': {'sha256': A, 'source': 'setting'}}
+    sums, sources, _, _ = art.resolve(item(sha256=A, known=B), lock, fetch=no_net, download=no_net)
+    assert sums == {'x/1.0/x.tgz': A} and sources == {'x/1.0/x.tgz': 'lock'}
+
+
 def test_strict_refuses_checksum_files_and_first_downloads_but_not_pins_or_locks():
     with pytest.raises(art.ArtifactError, match='strict mode'):
         art.resolve(item(sums_url='u/SUMS'), {}, strict=True, fetch=no_net, download=no_net)
