@@ -99,13 +99,36 @@ CFG
   export ANSIBLE_CACHE_PLUGIN_CONNECTION="$w/facts"
 }
 
-# demo_artifacts: the enroot and pyxis stand-ins (tests/infra/artifacts), served to the nodes from
-# this machine on the private network once it exists (demo_wait_standins); writes the role vars that point at them and the rest of the
-# settings that containers need, to DEMO_WORK/standin-vars.yml.
+# demo_artifacts: a local mirror in the upstreams' layout (DEMO_WORK/artifacts/github), served to the
+# stand-ins from this machine once the private network exists (demo_wait_standins): the
+# containerd_rootless archives assembled from Debian's binaries with each project's checksum file
+# beside them, nerdctl's full bundle as a stand-in holding bypass4netns, the enroot stand-in packages
+# (enroot publishes no checksum file) and the pyxis stand-in source archive. The stand-ins carry
+# versions of their own ("-standin"): the roles' tables of verified sums hold the real releases'
+# sums and would (rightly) refuse them under the real versions. No sum is given: the roles decide
+# them from the checksum files and first downloads, and lock them in DEMO_WORK/demo.lock.yml.
+# Writes the role settings to DEMO_WORK/standin-vars.yml.
+DEMO_STANDIN_VERSION_ENROOT=4.1.2
+DEMO_STANDIN_VERSION_PYXIS=0.24.0-standin
 demo_artifacts() {
-  local w=$DEMO_WORK a=$DEMO_WORK/artifacts
-  bash tests/infra/artifacts/build-enroot-debs.sh "$a/enroot" >/dev/null
-  bash tests/infra/artifacts/build-pyxis-standin.sh "$a/pyxis" >/dev/null
+  local w=$DEMO_WORK gh=$DEMO_WORK/artifacts/github
+  local cache=$OCIGPU_CACHE/demo-mirror-$(cat tests/infra/artifacts/containerd/build-archives.sh tests/infra/image/* | sha256sum | cut -c1-12)
+  if [ ! -s "$cache/meta.json" ]; then
+    # Debian 13's binaries, from the stand-ins' own image (this machine runs Debian 12).
+    rm -rf "$cache.tmp"; mkdir -p "$cache.tmp"
+    podman run --rm --network none -v "$cache.tmp:/out" \
+      -v "$OCIGPU_ROOT/tests/infra/artifacts/containerd/build-archives.sh:/build-archives.sh:ro" \
+      "${DEMO_IMAGE:-localhost/ocigpu-test:debian13}" bash /build-archives.sh /out >/dev/null
+    rm -rf "$cache.tmp/tampered" "$cache"; mv "$cache.tmp" "$cache"
+  fi
+  mkdir -p "$gh"
+  cp -r "$cache/." "$gh/"
+  local enroot_dir=$gh/NVIDIA/enroot/releases/download/v$DEMO_STANDIN_VERSION_ENROOT
+  bash tests/infra/artifacts/build-enroot-debs.sh "$enroot_dir" "$DEMO_STANDIN_VERSION_ENROOT" >/dev/null
+  rm -f "$enroot_dir/SHA256SUMS"       # enroot's releases publish none
+  bash tests/infra/artifacts/build-pyxis-standin.sh "$gh/NVIDIA/pyxis/archive/refs/tags" "$DEMO_STANDIN_VERSION_PYXIS" >/dev/null
+  rm -f "$gh/NVIDIA/pyxis/archive/refs/tags/"*.sha256   # nor do GitHub's tag archives
+  local mirror="http://$DEMO_GATEWAY:$DEMO_ARTIFACT_PORT/github"
   {
     cat <<YAML
 # Stand-ins are containers: no metadata service, and Slurm without cgroup containment.
@@ -113,26 +136,37 @@ ocigpu_use_imds: false
 slurm_proctrack_type: proctrack/linuxproc
 slurm_task_plugin: task/none
 slurm_jobacct_gather_type: jobacct_gather/linux
-# containerd from Debian's packages (nerdctl is in no Debian release); overlay on overlay fails.
-containerd_rootless_install_method: package
+# The cluster's lock file of downloaded artifacts, beside the cluster's vars (docs/artifacts.md).
+ocigpu_lock_file: $w/demo.lock.yml
+# Where the bytes come from: the local mirror in GitHub's layout. nerdctl itself is left out: it has
+# no Debian package and cannot be downloaded here. Overlay on overlay fails: the native snapshotter.
+containerd_rootless_url_base: $mirror
 containerd_rootless_components: [containerd, runc, cni_plugins, rootlesskit, slirp4netns, bypass4netns]
 containerd_rootless_snapshotter: native
 containerd_rootless_remote_fstypes: [nfs, nfs4, overlay]
+enroot_url_base: $mirror/NVIDIA/enroot/releases/download/v$DEMO_STANDIN_VERSION_ENROOT
+pyxis_url_base: $mirror/NVIDIA/pyxis/archive/refs/tags
+pyxis_version: $DEMO_STANDIN_VERSION_PYXIS
 # No GPUs and no NVIDIA repository here: the toolkit's GPU-less path.
 nvidia_container_toolkit_manage_repo: false
 nvidia_container_toolkit_install: false
 # slurmd runs the node health checks every 5 seconds here (300 by default), so that the demo sees
 # a sick stand-in drained and a healed one resumed within seconds.
 node_health_interval: 5
-# The enroot and pyxis stand-ins, pinned by their sums as a site pins the real releases.
 enroot_sysctl_apply: false
-enroot_package_src_dir: $a/enroot
-pyxis_url_base: http://$DEMO_GATEWAY:$DEMO_ARTIFACT_PORT/pyxis
-pyxis_sha256: $(cat "$a/pyxis/v0.24.0.tar.gz.sha256")
-enroot_package_sha256:
+containerd_rootless_versions:
 YAML
-    awk '{ printf "  %s: %s\n", $2, $1 }' "$a/enroot/SHA256SUMS"
+    jq -r '.versions | to_entries[] | "  \(.key): \"\(.value)\""' "$cache/meta.json"
   } > "$w/standin-vars.yml"
+  demo_check_vars "$w/standin-vars.yml"
+}
+
+# demo_check_vars FILE: the demo runs the shipped defaults. Its variables may say where the bytes come
+# from and describe the stand-ins, but never choose an install method or give a sum.
+demo_check_vars() {
+  local bad
+  bad=$(grep -nE '^[a-z0-9_]*(install_method|sha256|checksums?)[a-z0-9_]*:' "$1" || true)
+  [ -z "$bad" ] || die "the demo's variables override an install method or a sum ($1): $bad"
 }
 
 # demo_wait_standins COUNT: wait until COUNT stand-ins run and answer SSH through the bastion.

@@ -78,11 +78,11 @@ node_vars_file: $work/node-vars.yml
 autoscaling_pull_skip_tags: [nvme_scratch]
 autoscaling_pull_pip_args: [${pip_args// /, }]
 YAML
-# The nodes' role variables: the stand-in settings of the push demo, with enroot fetched by URL
-# (the pull runs on the node, where the operator's folders are not).
-grep -v '^enroot_package_src_dir' "$work/standin-vars.yml" > "$work/node-vars.yml"
+# The nodes' role variables: the stand-in settings of the push demo, but the lock file, which the
+# bundle carries (the pull runs on the node, where the operator's folders are not).
+grep -v '^ocigpu_lock_file:' "$work/standin-vars.yml" > "$work/node-vars.yml"
+demo_check_vars "$work/node-vars.yml"
 cat >> "$work/node-vars.yml" <<YAML
-enroot_url_base: http://$DEMO_GATEWAY:$DEMO_ARTIFACT_PORT/enroot
 firewall_trust_primary_subnet: false
 firewall_trusted_sources: [198.18.121.0/24]
 YAML

@@ -107,6 +107,24 @@ awk '/^TASK \[/ { role = ""; t = $0; sub(/^TASK \[/, "", t); n = split(t, a, " :
   | sort | awk '{ if ($1 != last) { printf "%s%-40s", (NR > 1 ? "\n" : ""), $1; last = $1 } printf " %s=%s", $2, $3 } END { print "" }' \
   | sed 's/^/     /'
 
+echo "   the cluster's lock file, decided on the controller before any node downloaded (docs/artifacts.md):"
+python3 - "$work/demo.lock.yml" <<'PY' | sed 's/^/     /'
+import sys, yaml
+for name, entry in sorted(yaml.safe_load(open(sys.argv[1]))['artifacts'].items()):
+    print('%-72s %s  %s' % (name, entry['sha256'][:12], entry['source'].replace('http://198.18.120.1:8765/github/', 'mirror: ')))
+PY
+# Every component came from the mirror: the checksum files for containerd_rootless, first downloads
+# (with a warning) for enroot and pyxis, whose upstreams publish none.
+for want in 'containerd/.*releases/download/v[^/]+/containerd-.*[.]sha256sum' 'runc/.*runc[.]sha256sum' \
+            'cni_plugins/.*[.]sha256$' 'rootlesskit/.*SHA256SUMS' 'slirp4netns/.*SHA256SUMS' \
+            'bypass4netns/.*nerdctl/releases/.*SHA256SUMS' 'enroot/.*first download' 'pyxis/.*first download'; do
+  python3 -c 'import sys, yaml; [print(n, e["source"]) for n, e in yaml.safe_load(open(sys.argv[1]))["artifacts"].items()]' \
+    "$work/demo.lock.yml" | grep -qE "$want" || die "the lock file has no entry matching '$want'; see $work/demo.lock.yml"
+done
+tr -s ' \n' ' ' < "$work/configure.log" | grep -q 'publishes no checksum file; locked the sha256 of a first download' \
+  || die "the first download of enroot and pyxis was not said; see $work/configure.log"
+lock_sum=$(sha256sum < "$work/demo.lock.yml")
+
 echo "   configuring again (an idempotent re-run):"
 start=$(date +%s)
 run_playbook "configure again (idempotent re-run)" "$work/configure-2.log" -i "$work/demo.gpu_nodes.yml" \
@@ -261,6 +279,15 @@ run_playbook "configure (the new node takes the name)" "$work/configure-replace.
   playbooks/configure.yml --skip-tags nvme_scratch -e "@$work/standin-vars.yml"
 grep -E 'TASK \[(Make the Slurm name the host name|Resume a name drained)' -A3 "$work/configure-replace.log" \
   | grep -E '^(changed|ok|skipping)' | sed 's/^/   /'
+# The new instance installed the stack from the mirror, held to the lock file's sums: the file is
+# unchanged (nothing was decided again) and the downloads ran on the new node.
+[ "$(sha256sum < "$work/demo.lock.yml")" = "$lock_sum" ] || die "configuring the new node changed the lock file"
+for task in 'enroot : Download the enroot packages' 'pyxis : Download the pyxis source archive' \
+            'containerd_rootless : Download and check containerd-'; do
+  grep -F "TASK [ocigpu.cluster.$task" -A8 "$work/configure-replace.log" | grep -qE "^changed: \[$node2\]" \
+    || die "the new node did not download ($task); see $work/configure-replace.log"
+done
+echo "   the new instance downloaded enroot, pyxis and the containerd archives, held to the lock file's sums (unchanged)"
 # slurmctld may list the name as NOT_RESPONDING until the new slurmd registers.
 line=''
 for _ in $(seq 60); do

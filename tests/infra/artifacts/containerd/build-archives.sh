@@ -11,10 +11,11 @@
 #                                                                them, named as the project names it
 #   OUTDIR/tampered/...                                          the containerd archive, one byte changed
 #   OUTDIR/meta.json                                             {"versions": {...}, "checksums": {...}}
-# Versions are the packages' upstream versions; the archives hold Debian's binaries, not the
-# upstream builds, which this machine cannot download. nerdctl has no Debian package: none is made,
-# but bypass4netns comes in a stand-in of nerdctl's full bundle (bin/bypass4netns, bin/bypass4netnsd),
-# versioned "<bypass4netns version>-standin" so that it can never be taken for a real bundle.
+# Versions are the packages' upstream versions with "-standin" appended: the archives hold Debian's
+# binaries, not the upstream builds, which this machine cannot download, and a real release's
+# version would make the role's table of verified sums (rightly) refuse them. nerdctl has no Debian
+# package: none is made, but bypass4netns comes in a stand-in of nerdctl's full bundle
+# (bin/bypass4netns, bin/bypass4netnsd).
 set -euo pipefail
 
 out=${1:?usage: build-archives.sh OUTDIR}
@@ -25,9 +26,9 @@ case $arch in
   *) echo "unsupported architecture $arch" >&2; exit 1 ;;
 esac
 
-# Upstream version of a Debian package: drop the epoch, the Debian revision and ~ds/+ suffixes.
+# Upstream version of a Debian package (drop the epoch, the Debian revision and ~ds/+ suffixes), marked as a stand-in.
 upstream_version() {
-  dpkg-query -W -f='${Version}' "$1" | sed -E 's/^[0-9]+://; s/[~+-].*$//'
+  echo "$(dpkg-query -W -f='${Version}' "$1" | sed -E 's/^[0-9]+://; s/[~+-].*$//')-standin"
 }
 
 bin() { command -v "$1" || { echo "missing program $1" >&2; exit 1; }; }
@@ -56,7 +57,7 @@ version[runc]=$(upstream_version runc)
 version[cni_plugins]=$(upstream_version containernetworking-plugins)
 version[rootlesskit]=$(upstream_version rootlesskit)
 version[slirp4netns]=$(upstream_version slirp4netns)
-version[bypass4netns]=$(upstream_version bypass4netns)-standin
+version[bypass4netns]=$(upstream_version bypass4netns)
 
 v=${version[containerd]}
 file[containerd]="containerd/containerd/releases/download/v$v/containerd-$v-linux-$goarch.tar.gz"
