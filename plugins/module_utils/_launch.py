@@ -14,7 +14,7 @@ import re
 import struct
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _shapes
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, attr
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, attr, check_display_names
 
 try:
     from oci.core import models as M
@@ -26,6 +26,7 @@ SSH_KEY_TYPES = ('ssh-rsa', 'ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-ni
 MIN_BOOT_GB = 50
 MAX_BOOT_GB = 32768
 MAX_USER_DATA = 32000  # OCI's limit on the metadata values, after base64
+FAULT_DOMAINS = ('FAULT-DOMAIN-1', 'FAULT-DOMAIN-2', 'FAULT-DOMAIN-3')  # every OCI availability domain has three
 
 
 def launch_argument_spec():
@@ -67,6 +68,106 @@ def check_ssh_key(option, key):
     return ' '.join(parts)
 
 
+# Checks shared by these modules, cluster_network and the preflight (_preflight.py): each returns the text
+# of the problem (after "<option>: ") or None, so the modules raise it and the preflight lists it.
+
+def ocid_problem(value, kind):
+    """An OCID names its resource type (ocid1.subnet..., ocid1.vcn...): a value of another type never works."""
+    if value is None or value.startswith('ocid1.%s.' % kind):
+        return None
+    found = value.split('.')[1] if value.startswith('ocid1.') and value.count('.') >= 2 else None
+    if found:
+        return '%s is the OCID of a %s, not of a %s' % (value, found, kind)
+    return '%r is not an OCID (expected ocid1.%s.<realm>.<region>.<id>)' % (value, kind)
+
+
+def fault_domain_problem(value):
+    if value is None or value in FAULT_DOMAINS:
+        return None
+    return '%r is not a fault domain; OCI has %s in each availability domain' % (value, ', '.join(FAULT_DOMAINS))
+
+
+def availability_domain_problem(given, ads, region):
+    """given is one of the availability domains the compartment sees (ListAvailabilityDomains), or the problem."""
+    if given is None or given in ads:
+        return None
+    return "'%s' is not an availability domain of region %s; it has: %s" % (given, region, ', '.join(sorted(ads)) or 'none')
+
+
+def flex_size_problems(shape, ocpus, memory, ocpu_options=None, memory_options=None):
+    """[(what, text)] for a Flex shape's size, what being 'ocpus' or 'memory'. Without the shape's options
+    (ListShapes' ocpuOptions and memoryOptions) only the signs are checked."""
+    problems = []
+    if ocpus is None or ocpus <= 0:
+        problems.append(('ocpus', '%s; %s is a Flex shape and takes a positive number of OCPUs' % (_num(ocpus), shape)))
+        ocpus = None
+    elif ocpu_options is not None and not ocpu_options.min <= ocpus <= ocpu_options.max:
+        problems.append(('ocpus', '%s; %s takes %s to %s OCPUs' % (
+            _num(ocpus), shape, _num(ocpu_options.min), _num(ocpu_options.max))))
+        ocpus = None
+    if memory is None:
+        return problems
+    if memory <= 0:
+        problems.append(('memory', '%s; %s is a Flex shape and takes a positive number of GB of memory' % (_num(memory), shape)))
+        return problems
+    mem = memory_options
+    if mem is None:
+        return problems
+    if not mem.min_in_g_bs <= memory <= mem.max_in_g_bs:
+        problems.append(('memory', '%s; %s takes %s to %s GB of memory' % (
+            _num(memory), shape, _num(mem.min_in_g_bs), _num(mem.max_in_g_bs))))
+    elif ocpus and mem.min_per_ocpu_in_gbs and mem.max_per_ocpu_in_gbs and \
+            not mem.min_per_ocpu_in_gbs <= memory / ocpus <= mem.max_per_ocpu_in_gbs:
+        problems.append(('memory', '%s GB for %s OCPUs is %s GB per OCPU; %s takes %s to %s GB per OCPU' % (
+            _num(memory), _num(ocpus), _num(memory / ocpus), shape,
+            _num(mem.min_per_ocpu_in_gbs), _num(mem.max_per_ocpu_in_gbs))))
+    return problems
+
+
+def image_shape_problem(session, compartment_id, image_id, image_name, shape):
+    """The image runs on the shape (ListShapes filtered by the image), or the problem. One read."""
+    runs_on = set(sh.shape for sh in session.list_all(session.compute.list_shapes, compartment_id, image_id=image_id))
+    if shape in runs_on:
+        return None
+    return '%s does not run on %s (OCI lists it for: %s)' % (image_name, shape, ', '.join(sorted(runs_on)[:8]) or 'no shape')
+
+
+def check_availability_domain(session, compartment_id, given, option='availability_domain'):
+    """The availability domain to use: the given one, checked against ListAvailabilityDomains, else the first."""
+    ads = [a.name for a in session.call(session.identity.list_availability_domains, compartment_id)]
+    if not ads:
+        raise InputError('%s: the compartment sees no availability domain' % option)
+    problem = availability_domain_problem(given, ads, session.config.get('region'))
+    if problem:
+        raise InputError('%s: %s' % (option, problem))
+    return given or sorted(ads)[0]
+
+
+def check_subnet(session, subnet_id, ad, assign_public_ip=False):
+    """The subnet exists, is in the availability domain (an AD-specific subnet) and allows a public IP if one
+    is asked for. One read; a subnet_id that is not a subnet's OCID is refused before it."""
+    problem = ocid_problem(subnet_id, 'subnet')
+    if problem:
+        raise InputError('subnet_id: %s' % problem)
+    subnet = session.get_or_none(session.network.get_subnet, subnet_id)
+    if subnet is None:
+        raise InputError('subnet_id: subnet %s not found (or not visible to this user)' % subnet_id)
+    if subnet.availability_domain and ad and subnet.availability_domain != ad:
+        raise InputError('subnet_id: subnet %s belongs to availability domain %s, not %s' % (
+            subnet_id, subnet.availability_domain, ad))
+    if assign_public_ip and subnet.prohibit_public_ip_on_vnic:
+        raise InputError('assign_public_ip: subnet %s (%s) is private - it prohibits public IPs on VNICs; set '
+                         'assign_public_ip to false or use a public subnet' % (subnet.display_name, subnet_id))
+    return subnet
+
+
+def _num(value):
+    """A number as a person writes it: 2 rather than 2.0, None as 'not set'."""
+    if value is None:
+        return 'not set'
+    return '%d' % value if value == int(value) else '%g' % value
+
+
 class LaunchSpec(object):
     """Checked launch options (raises InputError naming the option)."""
 
@@ -79,16 +180,22 @@ class LaunchSpec(object):
         if error:
             raise InputError('shape: %s' % error)
         self.facts = _shapes.get_shape(shape) if shape in _shapes.SHAPES else None
-        if _shapes.is_flex_shape(shape):
+        self.flex = _shapes.is_flex_shape(shape)
+        if self.flex:
             cfg = params['shape_config'] or {}
-            if not cfg.get('ocpus'):
+            if cfg.get('ocpus') is None:
                 raise InputError('shape_config: %s is a Flex shape; set shape_config.ocpus (and memory_in_gbs)' % shape)
+            self._flex_problems()
         elif params['shape_config']:
             raise InputError('shape_config: only Flex shapes take a shape_config; %s is fixed' % shape)
         if not params['subnet_id'] and not check_mode:
             # In check mode a subnet that an earlier task would create has no id yet (null): accepted, so a
             # --check run of a whole provisioning play on an empty compartment predicts every resource.
             raise InputError('subnet_id: required with state=present')
+        for option, problem in (('subnet_id', ocid_problem(params['subnet_id'], 'subnet')),
+                                ('fault_domain', fault_domain_problem(params['fault_domain']))):
+            if problem:
+                raise InputError('%s: %s' % (option, problem))
         if not (params['image_id'] or params['image_name'] or params['image_os']):
             raise InputError('image_id: set image_id, image_name, or image_os (with image_os_version)')
         if params['image_id'] and not params['image_id'].startswith('ocid1.image.'):
@@ -123,10 +230,32 @@ class LaunchSpec(object):
             raise InputError('user_data: %d bytes after base64; OCI allows %d' % (len(encoded), MAX_USER_DATA))
         return encoded
 
+    def _flex_problems(self, shape_model=None):
+        cfg = self.p['shape_config'] or {}
+        options = (attr(shape_model, 'ocpu_options'), attr(shape_model, 'memory_options')) if shape_model else ()
+        for what, text in flex_size_problems(self.p['shape'], cfg.get('ocpus'), cfg.get('memory_in_gbs'), *options):
+            raise InputError('shape_config.%s: %s' % ('ocpus' if what == 'ocpus' else 'memory_in_gbs', text))
+
     def resolve(self, session, compartment_id):
-        """Reads done before any mutation: the image and the availability domain."""
-        self.image_id = resolve_image(session, compartment_id, self.p)['id']
-        self.ad = self.p['availability_domain'] or first_ad(session, compartment_id)
+        """Reads done before any mutation, and what OCI would refuse of them: the availability domain (one
+        of the region's), the shape (offered there; a Flex size within its limits), the image (runs on the
+        shape) and the subnet (exists, allows a public IP if one is asked for)."""
+        p = self.p
+        self.ad = check_availability_domain(session, compartment_id, p['availability_domain'])
+        shapes = dict((sh.shape, sh) for sh in session.list_all(session.compute.list_shapes, compartment_id,
+                                                                availability_domain=self.ad))
+        if p['shape'] not in shapes:
+            raise InputError('shape: %s is not offered in %s (ListShapes of the compartment)' % (p['shape'], self.ad))
+        if self.flex:
+            self._flex_problems(shapes[p['shape']])
+        image = resolve_image(session, compartment_id, p)
+        self.image_id = image['id']
+        if p['image_id'] or p['image_name']:  # image_os picks among the images that run on the shape already
+            problem = image_shape_problem(session, compartment_id, image['id'], image['display_name'], p['shape'])
+            if problem:
+                raise InputError('%s: %s' % ('image_id' if p['image_id'] else 'image_name', problem))
+        if p['subnet_id']:
+            check_subnet(session, p['subnet_id'], self.ad, p['assign_public_ip'])
 
     def metadata(self):
         md = {}
@@ -160,13 +289,6 @@ class LaunchSpec(object):
                 subnet_id=self.p['subnet_id'], assign_public_ip=self.p['assign_public_ip']),
             metadata=self.metadata(), fault_domain=self.p['fault_domain'], compute_cluster_id=self.p['compute_cluster_id'],
             freeform_tags=tags, defined_tags=defined_tags or None)
-
-
-def first_ad(session, compartment_id):
-    ads = session.call(session.identity.list_availability_domains, compartment_id)
-    if not ads:
-        raise InputError('availability_domain: the compartment sees no availability domain')
-    return sorted(a.name for a in ads)[0]
 
 
 def list_images(session, compartment_id, os_name=None, os_version=None, shape=None, display_name=None):

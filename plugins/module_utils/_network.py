@@ -31,6 +31,14 @@ PROTOCOLS = {'all': 'all', 'tcp': '6', 'udp': '17', 'icmp': '1'}
 DNS_LABEL_RE = re.compile(r'^[a-zA-Z][a-zA-Z0-9]{0,14}$')
 
 
+# The parts' display names: <cluster_name>-<suffix>.
+NAME_SUFFIXES = ('vcn', 'igw', 'nat', 'sgw', 'public-rt', 'private-rt', 'public-sl', 'private-sl', 'public', 'private')
+
+
+def part_names(cluster_name):
+    return ['%s-%s' % (cluster_name, suffix) for suffix in NAME_SUFFIXES]
+
+
 def default_dns_label(cluster_name):
     label = re.sub(r'[^a-zA-Z0-9]', '', cluster_name or '')
     label = re.sub(r'^[0-9]+', '', label)[:15]

@@ -8,7 +8,8 @@ The provisioning modules each check their own options when their turn comes, so 
 later part of the plan is found after the earlier parts exist (a VCN, a billable bastion).
 Preflight(session, params).run() checks all of it before anything is made:
 
-- the plan itself: shapes known to the shape table (_shapes.py) and of the right kind (the bastion
+- the plan itself: a cluster name that can name and tag every resource (the display names it makes
+  within OCI's 255 characters), shapes known to the shape table (_shapes.py) and of the right kind (the bastion
   a CPU VM shape; GPU nodes a GPU shape, an RDMA one where a cluster network is needed), Flex
   sizes given, node counts, a boot volume of 50 to 32768 GB, user data within 32,000 bytes after
   base64, SSH keys that parse as OpenSSH public keys (a private key is named as one, its text
@@ -20,6 +21,10 @@ Preflight(session, params).run() checks all of it before anything is made:
   (a re-run or a resize needs only the difference), the host capacity for what is new (the Compute
   capacity report) and the service limits (the Limits service's resource availability).
 
+The checks that the resource modules make of the same values (the cluster name and display names in
+_resource.py; the availability domain, Flex sizes and image-on-shape in _launch.py) are the same
+functions, so the preflight and a module used alone refuse the same things with the same words.
+
 Each problem is one line that starts with the plan variable it is about. A read that OCI refuses
 for want of permission or support (the capacity report, a limit without resource availability) is
 listed in `skipped`, not as a problem: the preflight must not stop a plan that may well work.
@@ -29,9 +34,10 @@ from __future__ import annotations
 
 import base64
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _shapes
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _network, _shapes
 from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import ServiceError
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, InputError
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
+    CLUSTER_TAG, InputError, check_display_names, cluster_name_problem)
 
 try:
     import oci
@@ -46,6 +52,10 @@ PRIVATE_KEY_MARKERS = ('PRIVATE KEY-----', 'PuTTY-User-Key-File')
 # HTTP statuses of a read that OCI refused for want of permission or support: skipped, not a problem.
 _NOT_ANSWERED = (401, 403, 404)
 UNIT_NAMES = {'gpus': 'GPUs', 'ocpus': 'OCPUs', 'memory_gb': 'GB of memory', 'instances': 'instances'}
+FLEX_OPTIONS = {'ocpus': 'bastion_ocpus', 'memory': 'bastion_memory_gb'}
+# The names provision.yml derives from cluster_name besides the network's: the longest of each kind
+# (the instance configuration's ends in a hash of 8 hex digits).
+DERIVED_NAMES = ('%s-bastion', '%s-gpu-template-00000000', '%s-cn-pool')
 
 
 def plan_argument_spec():
@@ -125,6 +135,7 @@ class Preflight(object):
         self.bastion_facts = self.gpu_facts = None
         self.boot_gb = None
         self.shapes = {}
+        self.flex_signs_ok = True
 
     def problem(self, option, text):
         self.problems.append('%s: %s' % (option, text))
@@ -137,14 +148,14 @@ class Preflight(object):
     # The plan alone --------------------------------------------------------------------------------
     def check_plan(self):
         p = self.p
+        self._cluster_name()
         self.bastion_facts = self._bastion_shape(p['bastion_shape'])
         self.gpu_facts = self._gpu_shape(p['gpu_shape'])
+        self.flex_signs_ok = True
         if self.bastion_facts and self.bastion_facts['flex']:
-            for option, what in (('bastion_ocpus', 'OCPUs'), ('bastion_memory_gb', 'GB of memory')):
-                value = p[option]
-                if (option == 'bastion_ocpus' and value is None) or (value is not None and value <= 0):
-                    self.problem(option, '%s; %s is a Flex shape and takes a positive number of %s'
-                                 % (_num(value), p['bastion_shape'], what))
+            for what, text in _launch.flex_size_problems(p['bastion_shape'], p['bastion_ocpus'], p['bastion_memory_gb']):
+                self.problem(FLEX_OPTIONS[what], text)
+                self.flex_signs_ok = False
         if not (p['bastion_image_os'] or '').strip():
             self.problem('bastion_image_os', 'empty; name the operating system of the bastion, e.g. Oracle Linux')
         if not (p['gpu_image_name'] or '').strip():
@@ -153,6 +164,17 @@ class Preflight(object):
         self._boot_volume()
         self._user_data()
         self._ssh_keys()
+
+    def _cluster_name(self):
+        name = self.p['cluster_name']
+        problem = cluster_name_problem(name)
+        if problem:
+            self.problem('cluster_name', problem)
+            return
+        try:
+            check_display_names('cluster_name', _network.part_names(name) + [form % name for form in DERIVED_NAMES])
+        except InputError as exc:
+            self.problem('cluster_name', str(exc).split(': ', 1)[1])
 
     def _bastion_shape(self, name):
         error = _shapes.validate_shape(name)
@@ -303,9 +325,9 @@ class Preflight(object):
 
     def _availability_domain(self, ads, bastion):
         given = self.p['availability_domain']
-        if given and given not in ads:
-            self.problem('availability_domain', "'%s' is not an availability domain of region %s; it has: %s"
-                         % (given, self.s.config.get('region'), ', '.join(ads) or 'none'))
+        problem = _launch.availability_domain_problem(given, ads, self.s.config.get('region'))
+        if problem:
+            self.problem('availability_domain', problem)
             return None
         ad = given or (bastion.availability_domain if bastion is not None else (ads[0] if ads else None))
         if ad is None:
@@ -318,21 +340,11 @@ class Preflight(object):
         shape = self.shapes.get(p['bastion_shape'])
         if not (facts and facts['flex'] and shape is not None):
             return
-        ocpus, memory, cpu, mem = p['bastion_ocpus'], p['bastion_memory_gb'], shape.ocpu_options, shape.memory_options
-        ocpus_ok = ocpus is not None and ocpus > 0
-        if ocpus_ok and cpu is not None and not cpu.min <= ocpus <= cpu.max:
-            self.problem('bastion_ocpus', '%s; %s takes %s to %s OCPUs' % (_num(ocpus), p['bastion_shape'], _num(cpu.min), _num(cpu.max)))
-            ocpus_ok = False
-        if memory is None or memory <= 0 or mem is None:
+        if not self.flex_signs_ok:  # check_plan reported the sizes already
             return
-        if not mem.min_in_g_bs <= memory <= mem.max_in_g_bs:
-            self.problem('bastion_memory_gb', '%s; %s takes %s to %s GB of memory' % (
-                _num(memory), p['bastion_shape'], _num(mem.min_in_g_bs), _num(mem.max_in_g_bs)))
-        elif ocpus_ok and mem.min_per_ocpu_in_gbs and mem.max_per_ocpu_in_gbs and \
-                not mem.min_per_ocpu_in_gbs <= memory / ocpus <= mem.max_per_ocpu_in_gbs:
-            self.problem('bastion_memory_gb', '%s GB for %s OCPUs is %s GB per OCPU; %s takes %s to %s GB per OCPU' % (
-                _num(memory), _num(ocpus), _num(memory / ocpus), p['bastion_shape'],
-                _num(mem.min_per_ocpu_in_gbs), _num(mem.max_per_ocpu_in_gbs)))
+        for what, text in _launch.flex_size_problems(p['bastion_shape'], p['bastion_ocpus'], p['bastion_memory_gb'],
+                                                     shape.ocpu_options, shape.memory_options):
+            self.problem(FLEX_OPTIONS[what], text)
 
     def _bastion_image(self):
         p = self.p
@@ -370,10 +382,9 @@ class Preflight(object):
         image = available[0]
         self.checks['gpu']['image'] = _launch._image_dict(image)
         if self.gpu_facts or p['gpu_shape'] in self.shapes:  # a CPU shape given for GPU nodes: its image is checked too
-            runs_on = set(sh.shape for sh in s.list_all(s.compute.list_shapes, p['compartment_id'], image_id=image.id))
-            if p['gpu_shape'] not in runs_on:
-                self.problem('gpu_image_name', '%s does not run on %s (OCI lists it for: %s)' % (
-                    name, p['gpu_shape'], ', '.join(sorted(runs_on)[:8]) or 'no shape'))
+            problem = _launch.image_shape_problem(s, p['compartment_id'], image.id, name, p['gpu_shape'])
+            if problem:
+                self.problem('gpu_image_name', problem)
         if self.boot_gb and image.size_in_mbs and self.boot_gb * 1024 < image.size_in_mbs:
             self.problem('gpu_boot_volume_gb', '%d GB is smaller than the image %s (%d MB); a boot volume must hold '
                          'its image' % (self.boot_gb, name, image.size_in_mbs))
@@ -529,8 +540,4 @@ class Preflight(object):
         self.warnings.append(text)
 
 
-def _num(value):
-    """A number as a person writes it: 2 rather than 2.0, None as 'not set'."""
-    if value is None:
-        return 'not set'
-    return '%d' % value if value == int(value) else '%g' % value
+_num = _launch._num

@@ -34,10 +34,50 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import (
     DEAD_STATES, WaitError, Waiter)
 
 CLUSTER_TAG = 'ocigpu-cluster'
+# OCI's own limits on names and tags (the API refuses longer ones with 400 InvalidParameter).
+MAX_DISPLAY_NAME = 255
+MAX_TAG_VALUE = 256
 
 
 class InputError(Exception):
     """Invalid user input. The message starts with the option's name."""
+
+
+def _shown(text, width=40):
+    return repr(text if len(text) <= width else text[:width] + '...')
+
+
+def cluster_name_problem(name):
+    """Why OCI (or the collection's tag lookup) cannot take this cluster name, or None.
+
+    Every resource is found again by the freeform tag ocigpu-cluster=<cluster_name>: an empty name
+    would tag, and find, everything that is tagged with an empty value.
+    """
+    if not (name or '').strip():
+        return 'empty; name the cluster (it names and tags every resource, e.g. gpu1)'
+    if len(name) > MAX_TAG_VALUE:
+        return '%d characters; it is the value of the freeform tag %s, and OCI takes at most %d' % (
+            len(name), CLUSTER_TAG, MAX_TAG_VALUE)
+    return None
+
+
+def check_cluster_name(name, option='cluster_name'):
+    problem = cluster_name_problem(name)
+    if problem:
+        raise InputError('%s: %s' % (option, problem))
+
+
+def check_display_names(option, names):
+    """Every display name a module would send is 1 to 255 characters, as OCI requires.
+
+    option is the module option the names come from (display_name, or cluster_name for names made of it).
+    """
+    for name in names:
+        if not name:
+            raise InputError('%s: empty; OCI display names are 1 to %d characters' % (option, MAX_DISPLAY_NAME))
+        if len(name) > MAX_DISPLAY_NAME:
+            raise InputError('%s: makes the display name %s, %d characters long; OCI takes at most %d' % (
+                option, _shown(name), len(name), MAX_DISPLAY_NAME))
 
 
 def tag_argument_spec():
@@ -131,6 +171,7 @@ class OCIModule(object):
     WAIT_TIMEOUT = 1200
 
     def __init__(self, argument_spec, wait=True, tags=True, **kwargs):
+        self.tagged = bool(tags)
         spec = _oci.auth_argument_spec()
         if wait:
             spec.update(_oci.wait_argument_spec(self.WAIT_TIMEOUT))
@@ -180,6 +221,8 @@ class OCIModule(object):
 
     def run(self):
         try:
+            if self.tagged:
+                check_cluster_name(self.params['cluster_name'])
             self.validate()
             result = self.execute() or {}
         except InputError as exc:

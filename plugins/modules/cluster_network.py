@@ -188,9 +188,9 @@ last_wait:
     elapsed: {description: Seconds waited., type: float}
 """
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster, _launch
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
-    InputError, ResourceModule, current_with_tags, pick_tagged)
+    InputError, ResourceModule, check_display_names, current_with_tags, pick_tagged)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitFailed
 
 
@@ -218,11 +218,22 @@ class ClusterNetwork(ResourceModule):
         if p['node_count'] < 1:
             raise InputError('node_count: %d; a cluster network needs at least 1 node (use state=absent to remove it)'
                              % p['node_count'])
+        check_display_names('display_name' if p['display_name'] else 'cluster_name', [self.name, self.name + '-pool'])
+        for option, kind in (('instance_configuration_id', 'instanceconfiguration'), ('subnet_id', 'subnet')):
+            problem = _launch.ocid_problem(p[option], kind)
+            if problem:
+                raise InputError('%s: %s' % (option, problem))
 
     def find(self):
         self.ops = _cluster.ClusterOps(self)
-        if self.params['state'] == 'present' and self.params['instance_configuration_id']:
-            self.ops.check_configuration(self.params['instance_configuration_id'])
+        p = self.params
+        if p['state'] == 'present':
+            # Reads that find what OCI would refuse only after the create began.
+            if p['instance_configuration_id']:
+                self.ops.check_configuration(p['instance_configuration_id'])
+            _launch.check_availability_domain(self.session, p['compartment_id'], p['availability_domain'])
+            if p['subnet_id']:
+                _launch.check_subnet(self.session, p['subnet_id'], p['availability_domain'])
         items = self.session.list_all(self.session.compute_management.list_cluster_networks,
                                       self.params['compartment_id'], display_name=self.name)
         res = pick_tagged(items, self.name, self.cluster_name, 'display_name')

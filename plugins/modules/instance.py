@@ -116,7 +116,7 @@ last_wait:
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _shapes
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
-    ResourceModule, attr, current_with_tags, pick_tagged)
+    ResourceModule, attr, check_display_names, current_with_tags, pick_tagged)
 
 try:
     from oci.core.models import UpdateInstanceDetails
@@ -137,6 +137,7 @@ class Instance(ResourceModule):
 
     def validate(self):
         if self.params['state'] == 'present':
+            check_display_names('display_name', [self.params['display_name']])
             self.spec = _launch.LaunchSpec(self.params, self.check_mode)
 
     def find(self):

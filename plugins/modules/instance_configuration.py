@@ -80,7 +80,9 @@ import json
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
-    CLUSTER_TAG, ResourceModule, attr, is_live)
+    CLUSTER_TAG, ResourceModule, attr, check_display_names, is_live)
+
+HASH_LENGTH = 8  # hex digits of the content hash that ends each configuration's display name
 
 try:
     from oci.core.models import ComputeInstanceDetails, CreateInstanceConfigurationDetails
@@ -100,6 +102,8 @@ class InstanceConfiguration(ResourceModule):
 
     def validate(self):
         if self.params['state'] == 'present':
+            check_display_names('display_name' if self.params['display_name'] else 'cluster_name',
+                                ['%s-%s' % (self.prefix, '0' * HASH_LENGTH)])
             self.spec = _launch.LaunchSpec(self.params, self.check_mode)
 
     def find_all(self):
@@ -167,7 +171,7 @@ class InstanceConfiguration(ResourceModule):
 
     def name(self, want):
         digest = hashlib.sha256(json.dumps(want, sort_keys=True, default=str).encode('utf-8')).hexdigest()
-        return '%s-%s' % (self.prefix, digest[:8])
+        return '%s-%s' % (self.prefix, digest[:HASH_LENGTH])
 
     def absent(self, res):
         if not self.all:

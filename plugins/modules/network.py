@@ -154,7 +154,7 @@ last_wait:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _network
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, OCIModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, OCIModule, check_display_names
 
 
 class Network(OCIModule):
@@ -163,6 +163,7 @@ class Network(OCIModule):
         p = self.params
         if p['state'] == 'absent':
             return
+        check_display_names('cluster_name', _network.part_names(self.cluster_name))
         self.plan = _network.NetworkPlan(
             vcn_cidr=p['vcn_cidr'], public_cidr=p['public_subnet_cidr'], private_cidr=p['private_subnet_cidr'],
             ssh_cidrs=p['ssh_source_cidrs'], extra_rules=p['extra_ingress_rules'],

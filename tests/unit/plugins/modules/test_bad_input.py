@@ -10,6 +10,10 @@ from tests.unit.plugins.modules._helpers import mutations
 
 SSH = ['203.0.113.0/24']
 GOOD_KEY = None  # filled from the ssh_key fixture
+VCN = '<the VCN of the network>'  # replaced by the VCN's OCID once the network exists
+NO_SUBNET = 'ocid1.subnet.oc1.ap-tokyo-1.aaaaaaaanosuchsubnet'
+GPU_IMAGE = 'Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0'
+FLEX = dict(shape='VM.Standard.E5.Flex', shape_config=dict(ocpus=2, memory_in_gbs=16))
 
 
 def net_case(**kw):
@@ -53,6 +57,42 @@ CASES = {
     'configuration of unknown shape': (('instance_configuration', dict(shape='BM.GPU.X1.8')), 'shape'),
     'compute cluster without ad': (('compute_cluster', dict(availability_domain=None)), 'availability_domain'),
     'bad config profile': (('compute_cluster', dict(config_profile='NOPE')), 'config_profile'),
+    # Issue 28: what OCI itself would refuse, or what could never launch, is refused before the first call.
+    'empty cluster name (network)': (net_case(cluster_name=''), 'cluster_name'),
+    'blank cluster name (instance)': (('instance', dict(cluster_name='  ')), 'cluster_name'),
+    'empty cluster name (cluster network)': (('cluster_network', dict(cluster_name='')), 'cluster_name'),
+    'cluster name longer than a tag value': (('instance', dict(cluster_name='c' * 257)), 'cluster_name'),
+    'network names over 255 characters': (net_case(cluster_name='n' * 250), 'cluster_name'),
+    'instance display name over 255': (('instance', dict(display_name='i' * 256)), 'display_name'),
+    'empty instance display name': (('instance', dict(display_name='')), 'display_name'),
+    'configuration name over 255 with its hash': (('instance_configuration', dict(display_name='t' * 250)), 'display_name'),
+    'cluster network pool name over 255': (('cluster_network', dict(display_name='p' * 252)), 'display_name'),
+    'fault domain 9 (instance)': (('instance', dict(fault_domain='FAULT-DOMAIN-9')), 'fault_domain'),
+    'fault domain 9 (configuration)': (('instance_configuration', dict(fault_domain='FAULT-DOMAIN-9')), 'fault_domain'),
+    'availability domain of another region': (('instance_configuration', dict(availability_domain='Abcd:EU-FRANKFURT-1-AD-1')),
+                                              'availability_domain'),
+    'availability domain 9 (instance)': (('instance', dict(availability_domain='Abcd:AP-TOKYO-1-AD-9')),
+                                         'availability_domain'),
+    'availability domain 9 (cluster network)': (('cluster_network', dict(availability_domain='Abcd:AP-TOKYO-1-AD-9')),
+                                                'availability_domain'),
+    'vcn ocid as subnet (configuration)': (('instance_configuration', dict(subnet_id=VCN)), 'subnet_id'),
+    'vcn ocid as subnet (instance)': (('instance', dict(subnet_id=VCN)), 'subnet_id'),
+    'vcn ocid as subnet (cluster network)': (('cluster_network', dict(subnet_id=VCN)), 'subnet_id'),
+    'unknown subnet (instance)': (('instance', dict(subnet_id=NO_SUBNET)), 'subnet_id'),
+    'unknown subnet (configuration)': (('instance_configuration', dict(subnet_id=NO_SUBNET)), 'subnet_id'),
+    'unknown subnet (cluster network)': (('cluster_network', dict(subnet_id=NO_SUBNET)), 'subnet_id'),
+    'public ip on the private subnet (configuration)': (('instance_configuration', dict(assign_public_ip=True)),
+                                                        'assign_public_ip'),
+    'public ip on the private subnet (instance)': (('instance', dict(assign_public_ip=True)), 'assign_public_ip'),
+    'gpu image on a flex shape (configuration)': (('instance_configuration', dict(FLEX, image_os=None, image_name=GPU_IMAGE)),
+                                                  'image_name'),
+    'gpu image on a flex shape (instance)': (('instance', dict(FLEX, image_os=None, image_name=GPU_IMAGE)), 'image_name'),
+    'flex ocpus beyond the shape': (('instance', dict(FLEX, shape_config=dict(ocpus=500))), 'shape_config.ocpus'),
+    'flex ocpus negative': (('instance', dict(FLEX, shape_config=dict(ocpus=-2))), 'shape_config.ocpus'),
+    'flex memory beyond the shape': (('instance', dict(FLEX, shape_config=dict(ocpus=2, memory_in_gbs=4000))),
+                                     'shape_config.memory_in_gbs'),
+    'flex memory per ocpu (configuration)': (('instance_configuration', dict(FLEX, shape_config=dict(ocpus=1, memory_in_gbs=200))),
+                                             'shape_config.memory_in_gbs'),
 }
 
 MODULES = dict(network=network, instance=instance, cluster_network=cluster_network,
@@ -91,6 +131,9 @@ def test_bad_input_fails_before_any_mutation(name, valid, run, ocisim):
     if gpu3:
         changes = {}
     args.update(changes)
+    if VCN in args.values():
+        vcn = ocisim.state.find('vcns', displayName='c1-vcn')[0]['id']
+        args = dict((k, vcn if v == VCN else v) for k, v in args.items())
     args = dict((k, v) for k, v in args.items() if v is not None)
     ocisim.calls.reset()
     result = run(MODULES[module_name], args, fail=True)

@@ -128,6 +128,14 @@ CASES = {
     'node count 0 without autoscaling': (dict(gpu_node_count=0), 'gpu_node_count', 'at least 1'),
     'autoscaling with single mode': (dict(autoscaling=True, gpu_cluster_mode='single'), 'gpu_cluster_mode', 'autoscaling takes'),
     'autoscaling with a user data file': ('autoscaling_user_data', 'gpu_user_data_file', 'not with autoscaling'),
+    # Issue 28: the same checks as the modules (one function each).
+    'empty cluster_name': (dict(cluster_name=''), 'cluster_name', 'empty; name the cluster'),
+    'cluster_name making names over 255': (dict(cluster_name='c' * 240), 'cluster_name', 'OCI takes at most 255'),
+    'availability domain of another region': (dict(availability_domain='Abcd:EU-FRANKFURT-1-AD-1'), 'availability_domain',
+                                              'is not an availability domain of region ap-tokyo-1'),
+    'flex memory beyond the shape': (dict(bastion_ocpus=20, bastion_memory_gb=4000), 'bastion_memory_gb',
+                                     'VM.Standard.E5.Flex takes 1 to 1049 GB of memory'),
+    'flex memory -1': (dict(bastion_memory_gb=-1), 'bastion_memory_gb', 'positive number of GB of memory'),
 }
 
 
