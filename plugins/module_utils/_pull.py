@@ -8,7 +8,8 @@ A node that configures itself at boot (roles/slurm_autoscaler/files/ocigpu_pull.
 pinned to the controller's certificate:
 
 - ``GET /v1/bundle``: the collections and the cluster's node settings (nothing secret);
-- ``POST /v1/join`` ``{"instance_id", "name"}``: the munge key and slurmctld's address, given only
+- ``POST /v1/join`` ``{"instance_id", "name"}``: the munge key, the cluster's MPI key pair (where the
+  configuration names one) and slurmctld's address, given only
   when the OCI API confirms that the instance is RUNNING in the cluster's compartment, carries the
   cluster's tag and the Slurm name it asks for (tags only the controller and the operator set),
   and that one of its VNICs has the address the request comes from (OCI's source/destination check
@@ -107,7 +108,14 @@ class Enroller(object):
         self.verify(instance_id, name, client_ip)
         with open(self.pull['munge_key'], 'rb') as f:
             key = base64.b64encode(f.read()).decode('ascii')
-        return dict(name=name, conf_server=self.pull['conf_server'], munge_key_b64=key)
+        answer = dict(name=name, conf_server=self.pull['conf_server'], munge_key_b64=key)
+        if self.pull.get('mpi_key'):
+            # The cluster's MPI key pair (the mpi_ssh role's): the node installs it for its MPI users.
+            with open(self.pull['mpi_key']) as f:
+                answer['mpi_private_key'] = f.read()
+            with open(self.pull['mpi_key'] + '.pub') as f:
+                answer['mpi_public_key'] = f.read().strip()
+        return answer
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -17,9 +17,9 @@ from the controller over an authenticated channel.
 2. Connects to the controller over TLS, pinned to that certificate, and fetches the bundle: the
    collections (ocigpu.cluster and what it depends on) and the cluster's node settings.
 3. Asks to join. The controller checks with the OCI API that the caller's address belongs to a
-   running instance of the cluster that carries this Slurm name, then answers with the munge key
-   and slurmctld's address (the only secret, over the pinned channel, kept in a root-only file
-   for the run and removed after it).
+   running instance of the cluster that carries this Slurm name, then answers with the munge key,
+   the cluster's MPI key pair and slurmctld's address (the only secrets, over the pinned channel,
+   kept in a root-only file for the run and removed after it).
 4. Makes a virtual environment with ansible-core and runs ``ocigpu.cluster.configure`` against
    itself (connection local), in the group gpu_nodes under its Slurm name: the same roles as a
    push from the operator. Only then does it start slurmd (configless, ``-N <name>``), so that
@@ -285,10 +285,22 @@ def make_venv(prefix, settings, log, run=subprocess.run, find=find_python, insta
 
 
 def write_private(path, data):
-    """A root-only file (the munge key travels in it to the configure run)."""
+    """A root-only file (the munge key and the MPI key travel in it to the configure run)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, 'w') as f:
         json.dump(data, f)
+
+
+def join_vars(answer, name):
+    """The configure run's extra vars from the join answer: the munge key and slurmctld's address for the
+    slurm role, and the cluster's MPI key pair for the mpi_ssh role (without one, that role is left out)."""
+    found = dict(slurm_munge_key_b64=answer['munge_key_b64'], slurm_conf_server=answer['conf_server'],
+                 slurm_node_name=name)
+    if answer.get('mpi_private_key') and answer.get('mpi_public_key'):
+        found.update(mpi_ssh_private_key=answer['mpi_private_key'], mpi_ssh_public_key=answer['mpi_public_key'])
+    else:
+        found['configure_mpi_ssh'] = False
+    return found
 
 
 def configure_command(venv, bundle, name, settings, extra_files):
@@ -390,8 +402,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     answer = retry(lambda: ctl.request('POST', '/v1/join', body=dict(instance_id=doc.get('id'), name=name), privileged=True),
                    6, 10, log, 'joining')
     secrets = os.path.join(opts.prefix, 'join.json')
-    write_private(secrets, dict(slurm_munge_key_b64=answer['munge_key_b64'], slurm_conf_server=answer['conf_server'],
-                                slurm_node_name=name))
+    write_private(secrets, join_vars(answer, name))
     log('pull: joined as %s; slurmctld at %s', name, answer['conf_server'])
     lap('join')
 

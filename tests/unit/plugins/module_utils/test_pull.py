@@ -28,6 +28,9 @@ ocigpu_pull = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ocigpu_pull)
 
 MUNGE = os.urandom(1024)
+# Stand-ins for the cluster's MPI key pair (the mpi_ssh role's, kept by slurm_autoscaler for the pull server).
+MPI_PRIVATE = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n'
+MPI_PUBLIC = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMpi ocigpu.cluster mpi_ssh'
 
 
 @pytest.fixture(scope='module')
@@ -56,9 +59,11 @@ def make_bundle(path, node_vars='slurm_cluster_name: as\n'):
 @pytest.fixture
 def pull_config(config, tls, tmp_path):  # noqa: F811
     (tmp_path / 'munge.key').write_bytes(MUNGE)
+    (tmp_path / 'mpi_ed25519').write_text(MPI_PRIVATE)
+    (tmp_path / 'mpi_ed25519.pub').write_text(MPI_PUBLIC + '\n')
     cfg = dict(config)
     cfg['pull'] = dict(listen='127.0.0.1', port=0, cert=tls.cert, key=tls.key, bundle=make_bundle(tmp_path / 'b.tar.gz'),
-                       munge_key=str(tmp_path / 'munge.key'), conf_server='10.0.0.2:6817',
+                       munge_key=str(tmp_path / 'munge.key'), mpi_key=str(tmp_path / 'mpi_ed25519'), conf_server='10.0.0.2:6817',
                        server='10.0.0.2:8740', cert_sha256=tls.sha256)
     return cfg
 
@@ -87,6 +92,10 @@ def test_join_gives_the_munge_key_only_to_the_tagged_instance_at_its_own_address
     one, two = mapping
     answer = enroller.join(one['id'], 'gpu-1', one['private_ip'])
     assert base64.b64decode(answer['munge_key_b64']) == MUNGE and answer['conf_server'] == '10.0.0.2:6817'
+    # the cluster's MPI key pair comes with it (never in the bundle); a controller that names none hands none
+    assert answer['mpi_private_key'] == MPI_PRIVATE and answer['mpi_public_key'] == MPI_PUBLIC
+    without = dict(pull_config, pull=dict(pull_config['pull'], mpi_key=''))
+    assert 'mpi_private_key' not in _pull.Enroller(without).join(one['id'], 'gpu-1', one['private_ip'])
     refusals = [
         ((one['id'], 'gpu-1', two['private_ip']), 'the request comes from %s' % two['private_ip']),
         ((one['id'], 'gpu-2', one['private_ip']), "carries Slurm name 'gpu-1', not 'gpu-2'"),
@@ -118,7 +127,8 @@ class FakeEnroller(object):
         self.calls.append((instance_id, name, client_ip))
         if name != 'gpu-1':
             raise _pull.JoinRefused(403, 'name %r is not among this cluster\'s Slurm nodes' % name)
-        return dict(name=name, conf_server='10.0.0.2:6817', munge_key_b64=base64.b64encode(MUNGE).decode())
+        return dict(name=name, conf_server='10.0.0.2:6817', munge_key_b64=base64.b64encode(MUNGE).decode(),
+                    mpi_private_key=MPI_PRIVATE, mpi_public_key=MPI_PUBLIC)
 
 
 @pytest.fixture
@@ -206,7 +216,10 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
     assert '--skip-tags' in seen['argv'] and 'nvme_scratch' in seen['argv']
     assert seen['mode'] == '0o600'
     assert seen['secrets'] == dict(slurm_munge_key_b64=base64.b64encode(MUNGE).decode(), slurm_conf_server='10.0.0.2:6817',
-                                   slurm_node_name='gpu-1')
+                                   slurm_node_name='gpu-1', mpi_ssh_private_key=MPI_PRIVATE, mpi_ssh_public_key=MPI_PUBLIC)
+    # neither secret reaches the log
+    logged = open(str(tmp_path / 'pull.log')).read()
+    assert 'OPENSSH PRIVATE KEY' not in logged and base64.b64encode(MUNGE).decode() not in logged
     assert seen['inventory'].startswith('[gpu_nodes]\ngpu-1 ansible_connection=local')
     # the key does not outlive the run, and the IMDS override reaches node_facts
     assert not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
@@ -266,3 +279,11 @@ def test_a_node_without_a_new_enough_python_installs_one_then_makes_the_venv(tmp
     with pytest.raises(ocigpu_pull.PullError, match='no Python 3.11 or newer'):
         ocigpu_pull.make_venv(str(tmp_path / 'x'), {}, lambda *a: None, run=run, find=lambda: None,
                               install=lambda log: False)
+
+
+def test_join_without_an_mpi_key_leaves_the_mpi_ssh_role_out():
+    answer = dict(munge_key_b64='a2V5', conf_server='10.0.0.2:6817')
+    assert ocigpu_pull.join_vars(answer, 'gpu-3') == dict(slurm_munge_key_b64='a2V5', slurm_conf_server='10.0.0.2:6817',
+                                                          slurm_node_name='gpu-3', configure_mpi_ssh=False)
+    answer.update(mpi_private_key=MPI_PRIVATE, mpi_public_key=MPI_PUBLIC)
+    assert ocigpu_pull.join_vars(answer, 'gpu-3')['mpi_ssh_private_key'] == MPI_PRIVATE
