@@ -147,6 +147,9 @@ def create_compute_capacity_report(ctx):
 
 
 # ---------------------------------------------------------------- instances
+FAULT_DOMAINS = ("FAULT-DOMAIN-1", "FAULT-DOMAIN-2", "FAULT-DOMAIN-3")
+
+
 def shape_config(shape_name, requested):
     shape = SHAPES_BY_NAME[shape_name]
     ocpus = shape["ocpus"]
@@ -183,6 +186,9 @@ def validate_launch(ctx, details, compartment_id=None):
     shape = details["shape"]
     if shape not in SHAPES_BY_NAME:
         raise invalid("Invalid shape: {0}".format(shape))
+    fault_domain = details.get("faultDomain")
+    if fault_domain and fault_domain not in FAULT_DOMAINS:
+        raise invalid("Invalid fault domain: {0}".format(fault_domain))
     source = details.get("sourceDetails") or {}
     image_id = source.get("imageId") or details.get("imageId")
     if not image_id:

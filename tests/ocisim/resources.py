@@ -57,6 +57,25 @@ def base(ctx, body, ocid_kind, display_prefix, extra=None):
     return res
 
 
+MAX_DISPLAY_NAME = 255
+
+
+def check_display_names(body, where=""):
+    """OCI refuses any displayName over 255 characters, at the top of a request body or nested in it
+    (createVnicDetails, launchDetails, instancePools), with 400 InvalidParameter."""
+    if isinstance(body, list):
+        for index, item in enumerate(body):
+            check_display_names(item, "{0}[{1}].".format(where[:-1], index))
+        return
+    if not isinstance(body, dict):
+        return
+    for key, value in body.items():
+        if key == "displayName" and isinstance(value, str) and len(value) > MAX_DISPLAY_NAME:
+            raise invalid("{0}displayName size must be between 1 and {1}".format(where, MAX_DISPLAY_NAME))
+        if isinstance(value, (dict, list)) and not key.endswith("Tags"):
+            check_display_names(value, "{0}{1}.".format(where, key))
+
+
 def apply_tags_and_name(res, body):
     for name in ("displayName", "freeformTags", "definedTags"):
         if body.get(name) is not None:

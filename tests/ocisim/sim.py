@@ -16,7 +16,7 @@ from . import admin, auth, compute, identity, imds, limits, management, network,
 from .catalog import IMAGES, ad_count, services
 from .core import DEFAULT_DURATIONS, KINDS, Clock, OciError, OcidFactory, Store, not_found, public
 from .faults import Calls, Faults
-from .resources import etag
+from .resources import check_display_names, etag
 from .web import Context, DropConnection, Router, Server
 
 LOG = logging.getLogger("ocisim")
@@ -335,6 +335,8 @@ class Simulator:
                         raise OciError(409, "Conflict",
                                        "The retry token was already used for a request with different content.")
                     return cached[2]
+        if method in ("POST", "PUT") and body:
+            check_display_names(ctx.body)
         with self.store.lock:
             self._check_if_match(method, params, headers)
             reply = route.handler(ctx)

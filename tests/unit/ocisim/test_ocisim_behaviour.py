@@ -356,3 +356,40 @@ def test_public_ips_come_from_the_configured_network(ocisim):
     with pytest.raises(oci.exceptions.ServiceError) as err:
         launch()
     assert err.value.status == 400 and "No public IP address is left" in err.value.message
+
+
+def test_display_names_over_255_characters_are_refused_as_oci_does(ocisim):
+    """OCI answers 400 InvalidParameter for a displayName over 255 characters, also one nested in the body."""
+    vn, compute, _cm = _clients(ocisim)
+    comp = ocisim.compartment_id
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        vn.create_vcn(core.CreateVcnDetails(compartment_id=comp, cidr_block="10.70.0.0/16", display_name="v" * 256))
+    assert (err.value.status, err.value.code) == (400, "InvalidParameter")
+    assert "displayName" in err.value.message
+    assert not ocisim.state.find("vcns", cidrBlock="10.70.0.0/16")
+    vcn = vn.create_vcn(core.CreateVcnDetails(compartment_id=comp, cidr_block="10.70.0.0/16", display_name="v" * 255)).data
+    assert len(vcn.display_name) == 255
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        vn.update_vcn(vcn.id, core.UpdateVcnDetails(display_name="w" * 300))
+    assert (err.value.status, err.value.code) == (400, "InvalidParameter")
+    subnet_id = _subnet(ocisim)
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        compute.launch_instance(core.LaunchInstanceDetails(
+            availability_domain=list(ocisim.availability_domains)[0], compartment_id=comp, shape="BM.GPU4.8",
+            source_details=core.InstanceSourceViaImageDetails(image_id=_image_id(compute, ocisim)),
+            create_vnic_details=core.CreateVnicDetails(subnet_id=subnet_id, display_name="n" * 256)))
+    assert (err.value.status, err.value.code) == (400, "InvalidParameter")
+    assert err.value.message.startswith("createVnicDetails.displayName")
+    assert not ocisim.state.find("instances", compartmentId=comp)
+
+
+def test_a_fault_domain_other_than_1_to_3_is_refused(ocisim):
+    _vn, compute, _cm = _clients(ocisim)
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        compute.launch_instance(core.LaunchInstanceDetails(
+            availability_domain=list(ocisim.availability_domains)[0], compartment_id=ocisim.compartment_id,
+            shape="BM.GPU4.8", fault_domain="FAULT-DOMAIN-9",
+            source_details=core.InstanceSourceViaImageDetails(image_id=_image_id(compute, ocisim)),
+            create_vnic_details=core.CreateVnicDetails(subnet_id=_subnet(ocisim))))
+    assert (err.value.status, err.value.code) == (400, "InvalidParameter")
+    assert "FAULT-DOMAIN-9" in err.value.message
