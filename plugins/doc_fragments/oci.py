@@ -97,6 +97,8 @@ options:
       - Name of the cluster the resource belongs to. Written as the freeform tag C(ocigpu-cluster)
         and used, with O(compartment_id) and the display name, to find the resource again, so a
         re-run adopts what exists instead of creating a second one.
+      - Must not be empty (an empty tag value would find every untagged resource's twin), and at most
+        256 characters, OCI's limit on a tag value. Display names made of it must fit OCI's 255 characters.
     type: str
     required: true
   compartment_id:
@@ -121,7 +123,10 @@ options:
       - GPU shapes must be known to the collection's shape table (see the C(ocigpu.cluster.shape_facts) filter).
     type: str
   shape_config:
-    description: OCPUs and memory of a Flex shape (required for Flex shapes, refused for fixed ones).
+    description:
+      - OCPUs and memory of a Flex shape (required for Flex shapes, refused for fixed ones).
+      - Checked before anything is created against the limits OCI lists for the shape in the availability
+        domain (ListShapes) - OCPUs, memory, memory per OCPU.
     type: dict
     suboptions:
       ocpus:
@@ -134,7 +139,10 @@ options:
     description: Image OCID. One of O(image_id), O(image_name) or O(image_os) is required with O(state=present).
     type: str
   image_name:
-    description: Exact display name of the image, for example C(Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0).
+    description:
+      - Exact display name of the image, for example C(Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0).
+      - An image given by O(image_name) or O(image_id) must run on O(shape) (a GPU image does not run on a Flex
+        CPU shape); the module asks OCI before anything is created.
     type: str
   image_os:
     description: Operating system (for example C(Oracle Linux)); the newest available image of it that runs on O(shape) is used.
@@ -143,10 +151,15 @@ options:
     description: Operating system version to go with O(image_os), for example C(9).
     type: str
   subnet_id:
-    description: Subnet of the primary VNIC. Required with O(state=present).
+    description:
+      - Subnet of the primary VNIC. Required with O(state=present).
+      - The OCID of a subnet (C(ocid1.subnet...)) that exists and, if it is AD-specific, lies in
+        O(availability_domain); checked before anything is created.
     type: str
   assign_public_ip:
-    description: Give the primary VNIC a public IP (the subnet must allow it).
+    description:
+      - Give the primary VNIC a public IP. Refused before anything is created when the subnet prohibits public
+        IPs on VNICs (a private subnet).
     type: bool
     default: false
   ssh_authorized_keys:
@@ -164,10 +177,13 @@ options:
     description: Boot volume size in GB (50 to 32768). Defaults to 200 for GPU shapes and to the image's size otherwise.
     type: int
   availability_domain:
-    description: Availability domain. Defaults to the first one of the compartment.
+    description:
+      - Availability domain. Defaults to the first one of the compartment.
+      - Must be one of the region's (ListAvailabilityDomains); one of another region is refused before anything
+        is created.
     type: str
   fault_domain:
-    description: Fault domain, for example C(FAULT-DOMAIN-1).
+    description: Fault domain - C(FAULT-DOMAIN-1), C(FAULT-DOMAIN-2) or C(FAULT-DOMAIN-3).
     type: str
   compute_cluster_id:
     description: Compute cluster to join (see M(ocigpu.cluster.compute_cluster)).

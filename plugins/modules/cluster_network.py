@@ -40,7 +40,9 @@ extends_documentation_fragment:
   - ocigpu.cluster.oci.TAGS
 options:
   display_name:
-    description: Display name. Defaults to C(<cluster_name>-cn); the instance pool is C(<display_name>-pool).
+    description:
+      - Display name. Defaults to C(<cluster_name>-cn); the instance pool is C(<display_name>-pool), so at most
+        250 characters (OCI takes 255).
     type: str
   instance_configuration_id:
     description: Instance configuration of the nodes. Required with O(state=present).
@@ -49,10 +51,14 @@ options:
     description: Number of nodes (at least 1). Required with O(state=present).
     type: int
   availability_domain:
-    description: Availability domain of the nodes. Required with O(state=present).
+    description:
+      - Availability domain of the nodes. Required with O(state=present).
+      - Must be one of the region's; checked, with O(subnet_id), before anything is created.
     type: str
   subnet_id:
-    description: Subnet of the nodes' primary VNICs. Required with O(state=present).
+    description:
+      - Subnet of the nodes' primary VNICs. Required with O(state=present).
+      - The OCID of a subnet (C(ocid1.subnet...)) that exists and, if AD-specific, lies in O(availability_domain).
     type: str
   wait_timeout:
     description:

@@ -29,7 +29,7 @@ extends_documentation_fragment:
   - ocigpu.cluster.oci.LAUNCH
 options:
   display_name:
-    description: Display name, for example C(<cluster_name>-bastion) or C(<cluster_name>-gpu-1).
+    description: Display name, for example C(<cluster_name>-bastion) or C(<cluster_name>-gpu-1); 1 to 255 characters.
     type: str
     required: true
   hostname_label:

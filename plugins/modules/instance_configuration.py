@@ -26,7 +26,9 @@ extends_documentation_fragment:
   - ocigpu.cluster.oci.LAUNCH
 options:
   display_name:
-    description: Name prefix. Defaults to C(<cluster_name>-gpu-config).
+    description:
+      - Name prefix. Defaults to C(<cluster_name>-gpu-config).
+      - With the C(-<hash>) the module adds it must fit OCI's 255 characters, so at most 246.
     type: str
   state:
     description: Whether the configuration should exist.

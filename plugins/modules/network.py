@@ -22,7 +22,7 @@ description:
     C(ocigpu-cluster), so a re-run adopts what exists. Missing parts are created, rules and tags are updated in
     place; a changed CIDR or DNS label fails, since OCI cannot change it in place.
   - All CIDRs are checked before any API call - prefixes /16 to /30, subnets inside the VCN, no overlap,
-    no host bits.
+    no host bits - and so are the display names made of O(cluster_name) (at most 255 characters, as OCI requires).
   - O(state=absent) deletes subnets, security lists, route tables, gateways and the VCN, in that order, waiting
     for each.
 extends_documentation_fragment:
