@@ -25,9 +25,9 @@ gpu-b ansible_host=198.18.255.202 ansible_user=nobody
 """
 
 
-def run_wait(tmp_path, inventory, *args):
+def run_wait(tmp_path, inventory, *args, path=None):
     (tmp_path / 'hosts.ini').write_text(inventory.format(python=sys.executable))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'), ANSIBLE_NOCOLOR='1',
+    env = dict(os.environ, PATH=path or os.environ['PATH'], ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'), ANSIBLE_NOCOLOR='1',
                ANSIBLE_RETRY_FILES_ENABLED='0', ANSIBLE_HOST_KEY_CHECKING='0', ANSIBLE_LOCALHOST_WARNING='0',
                # Nothing answers at those addresses: fail each SSH attempt fast.
                ANSIBLE_SSH_ARGS='-o ConnectTimeout=2 -o BatchMode=yes')
@@ -56,6 +56,27 @@ def test_hosts_that_answer_pass_and_cloud_init_absent_counts_as_ready(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:]
     assert 'cloud-init is not installed' in out.stdout
     assert re.search(r'ctl\s+:\s+ok=\d+\s+changed=0\s+unreachable=0\s+failed=0', out.stdout)
+
+
+def fake_cloud_init(tmp_path, script):
+    """A PATH whose cloud-init runs the script (the local host's commands see this PATH)."""
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    (bin_dir / 'cloud-init').write_text('#!/bin/sh\n' + script + '\n')
+    (bin_dir / 'cloud-init').chmod(0o755)
+    return '%s:%s' % (bin_dir, os.environ['PATH'])
+
+
+def test_cloud_init_still_running_is_named(tmp_path):
+    out = run_wait(tmp_path, INVENTORY, '--limit', 'ctl', path=fake_cloud_init(tmp_path, 'sleep 30'))
+    assert out.returncode != 0
+    assert '1 of 1 hosts are not ready after 3 s (boot_wait_timeout): ctl: cloud-init still running' in out.stdout
+
+
+def test_cloud_init_that_ended_in_error_is_reported_not_fatal(tmp_path):
+    out = run_wait(tmp_path, INVENTORY, '--limit', 'ctl', path=fake_cloud_init(tmp_path, 'echo "status: error"; exit 1'))
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert 'cloud-init finished with errors' in out.stdout
 
 
 def test_the_wait_is_skipped_with_its_tag(tmp_path):
