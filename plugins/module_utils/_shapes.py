@@ -12,6 +12,10 @@ primary NIC, NVMe count) and from Oracle's HPC stack (HCA order, nccl.conf, thre
 
 Network interface names are what the shape's Oracle images name them. node_facts reads the
 real names on the node; these are the expected values and the fallback.
+
+A fact no public material gives is left at the _BASE default (None, 0 or an empty list), never
+guessed: node_facts reads it on the node, and a shape without RDMA interface and HCA names does
+not join a cluster network here (cluster_kind None) until they are known.
 """
 
 from __future__ import annotations
@@ -84,7 +88,7 @@ def _shape(**fields):
     if unknown:
         raise KeyError('unknown shape fields: %s' % ', '.join(sorted(unknown)))
     shape = copy.deepcopy(_BASE)
-    shape.update(fields)
+    shape.update(copy.deepcopy(fields))
     if shape['gpu_count'] and shape['ocpus']:
         shape['cores_per_gpu'] = shape['ocpus'] // shape['gpu_count']
     if shape['rdma_gbps'] and shape['hcas']:
@@ -94,6 +98,20 @@ def _shape(**fields):
         shape['boot_volume_gb'] = 200
     return shape
 
+
+# 8x A100 80 GB on AMD Milan: BM.GPU.A100-v2.8 and its other name BM.GPU.GM4.8.
+_A100V2 = dict(
+    gpu_model='A100', gpu_count=8, gpu_memory_gb=80, nvme_count=4, ocpus=128, memory_gb=2048,
+    bare_metal=True,
+    rdma_interfaces=_A100V2_RDMA,
+    rdma_pci_ids=[_pci_of(n) for n in _A100V2_RDMA],
+    hcas=['mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8', 'mlx5_1', 'mlx5_2', 'mlx5_3', 'mlx5_4',
+          'mlx5_14', 'mlx5_15', 'mlx5_16', 'mlx5_17', 'mlx5_9', 'mlx5_10', 'mlx5_11', 'mlx5_12'],
+    front_hca='mlx5_0', primary_interface='ens300f0', rdma_mtu=4220, rdma_gbps=1600,
+    nccl_env=dict(_NCCL_A100), nccl_test_args='-b 1G -e 10G -f 2 -n 50',
+    busbw_gbps={'single_node': 185, 'multi_node': 185},
+    cluster_kind='cluster_network',
+)
 
 SHAPES = {
     # Seed 000: 8x V100, no local NVMe, no cluster network. No published NCCL threshold
@@ -115,18 +133,12 @@ SHAPES = {
         busbw_gbps={'single_node': 185, 'multi_node': 185},
         cluster_kind='cluster_network',
     ),
-    'BM.GPU.A100-v2.8': _shape(
-        gpu_model='A100', gpu_count=8, gpu_memory_gb=80, nvme_count=4, ocpus=128, memory_gb=2048,
-        bare_metal=True,
-        rdma_interfaces=_A100V2_RDMA,
-        rdma_pci_ids=[_pci_of(n) for n in _A100V2_RDMA],
-        hcas=['mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8', 'mlx5_1', 'mlx5_2', 'mlx5_3', 'mlx5_4',
-              'mlx5_14', 'mlx5_15', 'mlx5_16', 'mlx5_17', 'mlx5_9', 'mlx5_10', 'mlx5_11', 'mlx5_12'],
-        front_hca='mlx5_0', primary_interface='ens300f0', rdma_mtu=4220, rdma_gbps=1600,
-        nccl_env=dict(_NCCL_A100), nccl_test_args='-b 1G -e 10G -f 2 -n 50',
-        busbw_gbps={'single_node': 185, 'multi_node': 185},
-        cluster_kind='cluster_network',
-    ),
+    'BM.GPU.A100-v2.8': _shape(**_A100V2),
+    # Seed 003's shape. OCI's API reference names it as the same shape: "BM.GPU.GM4.8 (also named
+    # BM.GPU.A100-v2.8)" (AmdMilanBmGpuLaunchInstancePlatformConfig, docs.oracle.com/iaas/api/#/en/iaas/
+    # latest/datatypes/AmdMilanBmGpuLaunchInstancePlatformConfig); seed 003 gives it 8x A100 80 GB and
+    # 16 x 100 Gbps RoCE ports, as above.
+    'BM.GPU.GM4.8': _shape(**_A100V2),
     # Hopper and Blackwell images name the RoCE ports rdma0..rdmaN and the front NIC eth0.
     # PCI ids are not published for them: node_facts reads them from sysfs.
     'BM.GPU.H100.8': _shape(
@@ -163,6 +175,32 @@ SHAPES = {
         busbw_gbps={'single_node': 440, 'multi_node': 440},
         cluster_kind='cluster_network',
     ),
+    # OCPUs, memory, GPUs and local NVMe drives of the three shapes below: the GPU table of OCI's
+    # "Compute Shapes" page (docs.oracle.com/en-us/iaas/Content/Compute/References/computeshapes.htm#bm-gpu),
+    # as a public copy of that table gives them; not checked against a tenancy's ListShapes.
+    # BM.GPU.A10.4: 4x A10 24 GB, 64 OCPUs, 1024 GB, 2 NVMe drives, 2 x 50 Gbps and no RDMA.
+    # Its front interface name is not published (node_facts reads it).
+    'BM.GPU.A10.4': _shape(
+        gpu_model='A10', gpu_count=4, gpu_memory_gb=24, nvme_count=2, ocpus=64, memory_gb=1024,
+        bare_metal=True, nccl_test_args='-b 1G -e 4G -f 2 -n 50',
+    ),
+    # BM.GPU.L40S.4: 4x L40S 48 GB, 112 OCPUs, 1024 GB, 2 NVMe drives, 800 Gbps RDMA. Its RDMA
+    # interface and HCA names and an NCCL threshold are not published, so it is not offered for a
+    # cluster network here (cluster_kind None): a single node, like BM.GPU3.8.
+    'BM.GPU.L40S.4': _shape(
+        gpu_model='L40S', gpu_count=4, gpu_memory_gb=48, nvme_count=2, ocpus=112, memory_gb=1024,
+        bare_metal=True, rdma_gbps=800, nccl_test_args='-b 1G -e 4G -f 2 -n 50',
+    ),
+    # BM.GPU.GB200.4: 4x B200 192 GB with Arm (aarch64) Grace CPUs, 144 OCPUs, 960 GB, 4 NVMe drives,
+    # 4 x 400 Gbps RDMA. RDMA names and a threshold are not published: a single node here, as above. The roles
+    # pick aarch64 builds where they download, but no aarch64 node has run them here.
+    'BM.GPU.GB200.4': _shape(
+        gpu_model='B200', gpu_count=4, gpu_memory_gb=192, nvme_count=4, ocpus=144, memory_gb=960,
+        bare_metal=True, rdma_gbps=1600, nccl_test_args='-b 1G -e 16G -f 2 -n 50',
+    ),
+    # Not in the table, on purpose: BM.GPU.MI300X.8 (OCI's page lists it: 8x AMD MI300X). Its GPUs are AMD's,
+    # and the roles install NVIDIA's driver stack, container toolkit and NCCL. A GPU shape not in the table
+    # is refused by name (validate_shape).
     # Virtual machine GPU shapes: no RDMA, no cluster network.
     'VM.GPU.A10.1': _shape(
         gpu_model='A10', gpu_count=1, gpu_memory_gb=24, ocpus=15, memory_gb=240,

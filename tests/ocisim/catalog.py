@@ -64,6 +64,15 @@ SHAPES = [
     _gpu("BM.GPU4.8", 64, 2048, 8, "8x NVIDIA A100 40 GB", "2.6 GHz AMD EPYC 7542 (Rome)", 4, 6800, 50, 16, 2),
     _gpu("BM.GPU.A100-v2.8", 128, 2048, 8, "8x NVIDIA A100 80 GB", "2.9 GHz AMD EPYC 7J13 (Milan)",
          4, 6800, 50, 16, 2),
+    # The same shape under its other name (OCI's API reference: "BM.GPU.GM4.8 (also named BM.GPU.A100-v2.8)").
+    _gpu("BM.GPU.GM4.8", 128, 2048, 8, "8x NVIDIA A100 80 GB", "2.9 GHz AMD EPYC 7J13 (Milan)",
+         4, 6800, 50, 16, 2),
+    _gpu("BM.GPU.A10.4", 64, 1024, 4, "4x NVIDIA A10 24 GB", "2.6 GHz Intel Xeon Platinum 8358 (Ice Lake)",
+         2, 3840, 100, 0, 256),
+    _gpu("BM.GPU.L40S.4", 112, 1024, 4, "4x NVIDIA L40S 48 GB", "2.0 GHz Intel Xeon Platinum 8480+ (Sapphire Rapids)",
+         2, 3840, 200, 2, 256),
+    _gpu("BM.GPU.GB200.4", 144, 960, 4, "4x NVIDIA B200 192 GB", "NVIDIA Grace (Arm Neoverse V2)",
+         4, 7680, 400, 4, 512),
     _gpu("BM.GPU.H100.8", 112, 2048, 8, "8x NVIDIA H100 80 GB", "2.0 GHz Intel Xeon Platinum 8480+ (Sapphire Rapids)",
          16, 3840, 200, 16, 2),
     _gpu("BM.GPU.H200.8", 112, 3072, 8, "8x NVIDIA H200 141 GB", "2.0 GHz Intel Xeon Platinum 8480+ (Sapphire Rapids)",
@@ -88,8 +97,9 @@ GPU_SHAPES = tuple(s["shape"] for s in SHAPES if s["gpus"])
 
 # Hosts per availability domain and shape before launches fail with "Out of host capacity.".
 # Shapes not listed have no limit.
-DEFAULT_CAPACITY = {"BM.GPU3.8": 16, "BM.GPU4.8": 64, "BM.GPU.A100-v2.8": 64, "BM.GPU.H100.8": 64,
-                    "BM.GPU.H200.8": 64, "BM.GPU.B200.8": 64, "VM.GPU.A10.1": 32, "VM.GPU.A10.2": 32}
+DEFAULT_CAPACITY = {"BM.GPU3.8": 16, "BM.GPU4.8": 64, "BM.GPU.A100-v2.8": 64, "BM.GPU.GM4.8": 64,
+                    "BM.GPU.A10.4": 64, "BM.GPU.L40S.4": 64, "BM.GPU.H100.8": 64, "BM.GPU.H200.8": 64,
+                    "BM.GPU.B200.8": 64, "BM.GPU.GB200.4": 64, "VM.GPU.A10.1": 32, "VM.GPU.A10.2": 32}
 
 # (display name, operating system, version, gpu image, creation date, size MB)
 IMAGES = [

@@ -40,12 +40,40 @@ def test_gpu38_has_no_nvme_and_no_rdma():
 
 
 @pytest.mark.parametrize('name,threshold,nics', [
-    ('BM.GPU.A100-v2.8', 185, 16), ('BM.GPU.H100.8', 440, 16), ('BM.GPU.H200.8', 440, 8),
+    ('BM.GPU.A100-v2.8', 185, 16), ('BM.GPU.GM4.8', 185, 16), ('BM.GPU.H100.8', 440, 16), ('BM.GPU.H200.8', 440, 8),
     ('BM.GPU.B200.8', 440, 8)])
 def test_thresholds_and_nics(name, threshold, nics):
     s = shape_facts(name)
     assert s['busbw_gbps']['single_node'] == threshold == s['busbw_gbps']['multi_node']
     assert len(s['rdma_interfaces']) == nics == len(s['hcas'])
+
+
+def test_gm48_is_the_a100_v2_under_its_other_name():
+    """Seed 003's BM.GPU.GM4.8: OCI's API reference calls it "also named BM.GPU.A100-v2.8"."""
+    gm4, v2 = shape_facts('BM.GPU.GM4.8'), shape_facts('BM.GPU.A100-v2.8')
+    assert gm4.pop('name') == 'BM.GPU.GM4.8' and v2.pop('name') == 'BM.GPU.A100-v2.8'
+    assert gm4 == v2
+    assert (gm4['gpu_model'], gm4['gpu_count'], gm4['gpu_memory_gb'], gm4['rdma_gbps']) == ('A100', 8, 80, 1600)
+    assert _shapes.validate_shape('BM.GPU.GM4.8') is None
+
+
+@pytest.mark.parametrize('name,model,gpus,gpu_gb,ocpus,memory,nvme,rdma_gbps', [
+    ('BM.GPU.A10.4', 'A10', 4, 24, 64, 1024, 2, None),
+    ('BM.GPU.L40S.4', 'L40S', 4, 48, 112, 1024, 2, 800),
+    ('BM.GPU.GB200.4', 'B200', 4, 192, 144, 960, 4, 1600)])
+def test_shapes_from_ocis_page_without_published_rdma_names_are_single_nodes(name, model, gpus, gpu_gb, ocpus,
+                                                                              memory, nvme, rdma_gbps):
+    s = shape_facts(name)
+    assert (s['gpu_model'], s['gpu_count'], s['gpu_memory_gb'], s['ocpus'], s['memory_gb'], s['nvme_count'],
+            s['rdma_gbps']) == (model, gpus, gpu_gb, ocpus, memory, nvme, rdma_gbps)
+    assert s['bare_metal'] and s['cores_per_gpu'] == ocpus // gpus
+    # Unknown names stay unknown (node_facts reads them on the node) and the shape joins no cluster network.
+    assert s['rdma_interfaces'] == [] and s['hcas'] == [] and s['primary_interface'] is None
+    assert s['cluster_kind'] is None and s['busbw_gbps'] == {'single_node': None, 'multi_node': None}
+
+
+def test_an_amd_gpu_shape_is_refused_by_name():
+    assert 'unknown to this collection' in _shapes.validate_shape('BM.GPU.MI300X.8')
 
 
 @pytest.mark.parametrize('name', sorted(_shapes.SHAPES))
