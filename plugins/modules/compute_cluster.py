@@ -22,10 +22,12 @@ extends_documentation_fragment:
   - ocigpu.cluster.oci.TAGS
 options:
   display_name:
-    description: Display name. Defaults to C(<cluster_name>-compute-cluster).
+    description: Display name (1 to 255 characters). Defaults to C(<cluster_name>-compute-cluster).
     type: str
   availability_domain:
-    description: Availability domain, for example C(Uocm:AP-TOKYO-1-AD-1). Required with O(state=present).
+    description:
+      - Availability domain, for example C(Uocm:AP-TOKYO-1-AD-1). Required with O(state=present).
+      - For a new compute cluster it must be one of the region's; checked before anything is created.
     type: str
   state:
     description: Whether the compute cluster should exist.
@@ -76,8 +78,8 @@ last_wait:
     elapsed: {description: Seconds waited., type: float}
 """
 
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _resource
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, ResourceModule, pick_tagged
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _resource
 
 try:
     from oci.core.models import CreateComputeClusterDetails, UpdateComputeClusterDetails
@@ -96,12 +98,18 @@ class ComputeCluster(ResourceModule):
     def validate(self):
         if self.params['state'] == 'present' and not self.params['availability_domain']:
             raise InputError('availability_domain: required with state=present')
+        if self.params['state'] == 'present':
+            _resource.check_display_names('display_name' if self.params['display_name'] else 'cluster_name', [self.name])
 
     def find(self):
         compute = self.session.compute
         items = self.session.list_all(compute.list_compute_clusters, self.params['compartment_id'],
                                       display_name=self.name)
-        return pick_tagged(items, self.name, self.cluster_name, 'display_name')
+        res = pick_tagged(items, self.name, self.cluster_name, 'display_name')
+        if res is None and self.params['state'] == 'present':
+            # A new one: its availability domain must be one of the region's (an existing one's cannot change).
+            _launch.check_availability_domain(self.session, self.params['compartment_id'], self.params['availability_domain'])
+        return res
 
     def desired(self):
         return dict(display_name=self.name, availability_domain=self.params['availability_domain'],

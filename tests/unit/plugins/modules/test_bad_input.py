@@ -57,6 +57,9 @@ CASES = {
     'configuration of unknown shape': (('instance_configuration', dict(shape='BM.GPU.X1.8')), 'shape'),
     'compute cluster without ad': (('compute_cluster', dict(availability_domain=None)), 'availability_domain'),
     'bad config profile': (('compute_cluster', dict(config_profile='NOPE')), 'config_profile'),
+    'compute cluster in an unknown availability domain': (('compute_cluster', dict(availability_domain='Abcd:AP-TOKYO-1-AD-9')),
+                                                          'availability_domain'),
+    'compute cluster name over 255': (('compute_cluster', dict(display_name='k' * 256)), 'display_name'),
     # Issue 28: what OCI itself would refuse, or what could never launch, is refused before the first call.
     'empty cluster name (network)': (net_case(cluster_name=''), 'cluster_name'),
     'blank cluster name (instance)': (('instance', dict(cluster_name='  ')), 'cluster_name'),
