@@ -113,13 +113,14 @@ import sys, yaml
 for name, entry in sorted(yaml.safe_load(open(sys.argv[1]))['artifacts'].items()):
     print('%-72s %s  %s' % (name, entry['sha256'][:12], entry['source'].replace('http://198.18.120.1:8765/github/', 'mirror: ')))
 PY
+locked=$(python3 -c 'import sys, yaml; [print(n, e["source"]) for n, e in yaml.safe_load(open(sys.argv[1]))["artifacts"].items()]' \
+  "$work/demo.lock.yml")
 # Every component came from the mirror: the checksum files for containerd_rootless, first downloads
 # (with a warning) for enroot and pyxis, whose upstreams publish none.
 for want in 'containerd/.*releases/download/v[^/]+/containerd-.*[.]sha256sum' 'runc/.*runc[.]sha256sum' \
             'cni_plugins/.*[.]sha256$' 'rootlesskit/.*SHA256SUMS' 'slirp4netns/.*SHA256SUMS' \
             'bypass4netns/.*nerdctl/releases/.*SHA256SUMS' 'enroot/.*first download' 'pyxis/.*first download'; do
-  python3 -c 'import sys, yaml; [print(n, e["source"]) for n, e in yaml.safe_load(open(sys.argv[1]))["artifacts"].items()]' \
-    "$work/demo.lock.yml" | grep -qE "$want" || die "the lock file has no entry matching '$want'; see $work/demo.lock.yml"
+  grep -qE "$want" <<< "$locked" || die "the lock file has no entry matching '$want'; see $work/demo.lock.yml"
 done
 tr -s ' \n' ' ' < "$work/configure.log" | grep -q 'publishes no checksum file; locked the sha256 of a first download' \
   || die "the first download of enroot and pyxis was not said; see $work/configure.log"
