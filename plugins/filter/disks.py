@@ -111,8 +111,9 @@ def root_growth(lsblk, min_bytes=GIB, mountpoint='/'):
     growable = [d for d in result['disks'] if d['partition'] and d['unallocated_bytes'] >= min_bytes]
     result['grow'] = bool(growable)
     if growable:
-        result['reason'] = '; '.join('%s of %s (%s) is in no partition' % (_gib(d['unallocated_bytes']), d['disk'],
-                                                                        _gib(d['disk_bytes'])) for d in growable)
+        result['reason'] = '; '.join(
+            '%s of %s (%s) is in no partition' % (_gib(d['unallocated_bytes']), d['disk'], _gib(d['disk_bytes']))
+            for d in growable)
     elif not any(d['partition'] for d in result['disks']):
         result['reason'] = '%s is on the whole disk %s, with no partition to grow' % (
             mountpoint, ', '.join(d['disk'] for d in result['disks']))

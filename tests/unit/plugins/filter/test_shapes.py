@@ -61,8 +61,8 @@ def test_gm48_is_the_a100_v2_under_its_other_name():
     ('BM.GPU.A10.4', 'A10', 4, 24, 64, 1024, 2, None),
     ('BM.GPU.L40S.4', 'L40S', 4, 48, 112, 1024, 2, 800),
     ('BM.GPU.GB200.4', 'B200', 4, 192, 144, 960, 4, 1600)])
-def test_shapes_from_ocis_page_without_published_rdma_names_are_single_nodes(name, model, gpus, gpu_gb, ocpus,
-                                                                              memory, nvme, rdma_gbps):
+def test_shapes_from_ocis_page_without_published_rdma_names_are_single_nodes(
+        name, model, gpus, gpu_gb, ocpus, memory, nvme, rdma_gbps):
     s = shape_facts(name)
     assert (s['gpu_model'], s['gpu_count'], s['gpu_memory_gb'], s['ocpus'], s['memory_gb'], s['nvme_count'],
             s['rdma_gbps']) == (model, gpus, gpu_gb, ocpus, memory, nvme, rdma_gbps)
