@@ -14,7 +14,7 @@ import re
 import struct
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _shapes
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, attr, check_display_names
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, attr
 
 try:
     from oci.core import models as M

@@ -29,12 +29,9 @@ import os
 import re
 import tempfile
 
-try:
-    from urllib.request import urlopen
-except ImportError:  # pragma: no cover
-    urlopen = None
-
 import yaml
+
+from ansible.module_utils.urls import open_url
 
 SHA256 = re.compile(r'^[0-9a-f]{64}$')
 HEADER = """\
@@ -126,9 +123,8 @@ def parse_sums(text, filename):
 
 
 def _open(url):
-    if urlopen is None:  # pragma: no cover
-        raise ArtifactError('urllib is not available')
-    return urlopen(url, timeout=FETCH_TIMEOUT)  # noqa: S310 - the roles' own URLs, http(s) or file
+    # The roles' own URLs: http(s), or file:// for a copy on the controller.
+    return open_url(url, timeout=FETCH_TIMEOUT, http_agent='ocigpu.cluster artifact_lock')
 
 
 def fetch_sum(sums_url, filename):

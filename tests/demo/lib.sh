@@ -112,7 +112,8 @@ DEMO_STANDIN_VERSION_ENROOT=4.1.2
 DEMO_STANDIN_VERSION_PYXIS=0.24.0-standin
 demo_artifacts() {
   local w=$DEMO_WORK gh=$DEMO_WORK/artifacts/github
-  local cache=$OCIGPU_CACHE/demo-mirror-$(cat tests/infra/artifacts/containerd/build-archives.sh tests/infra/image/* | sha256sum | cut -c1-12)
+  local cache
+  cache=$OCIGPU_CACHE/demo-mirror-$(cat tests/infra/artifacts/containerd/build-archives.sh tests/infra/image/* | sha256sum | cut -c1-12)
   if [ ! -s "$cache/meta.json" ]; then
     # Debian 13's binaries, from the stand-ins' own image (this machine runs Debian 12).
     rm -rf "$cache.tmp"; mkdir -p "$cache.tmp"

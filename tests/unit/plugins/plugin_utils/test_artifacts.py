@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import os
 import threading
 
 import pytest
@@ -41,7 +40,7 @@ def test_order_setting_table_checksum_file_first_download():
 
 def test_the_lock_wins_and_makes_no_call():
     lock = {'x/1.0/x.tgz': {'sha256': A, 'source': 'checksum file', 'locked': '2026-01-01T00:00:00Z'}}
-    sums, sources, new, _ = art.resolve(item(sums_url='u/SUMS'), lock, fetch=no_net, download=no_net)
+    sums, sources, new, _warnings = art.resolve(item(sums_url='u/SUMS'), lock, fetch=no_net, download=no_net)
     assert sums == {'x/1.0/x.tgz': A} and sources == {'x/1.0/x.tgz': 'lock'} and not new
 
 
@@ -57,7 +56,7 @@ def test_a_sum_that_disagrees_with_the_lock_stops(kw, what):
 
 def test_a_setting_over_the_table_is_no_conflict_on_a_re_run():
     lock = {'x/1.0/x.tgz': {'sha256': A, 'source': 'setting'}}
-    sums, sources, _, _ = art.resolve(item(sha256=A, known=B), lock, fetch=no_net, download=no_net)
+    sums, sources, _new, _warnings = art.resolve(item(sha256=A, known=B), lock, fetch=no_net, download=no_net)
     assert sums == {'x/1.0/x.tgz': A} and sources == {'x/1.0/x.tgz': 'lock'}
 
 
@@ -98,13 +97,13 @@ def test_bad_input(bad, match):
 def test_lock_file_round_trip_and_a_later_node_uses_it(tmp_path):
     path = str(tmp_path / 'demo.lock.yml')
     calls = []
-    sums, sources, added, _ = art.lock_artifacts(path, item(sums_url='u/SUMS'),
+    sums, sources, added, _warnings = art.lock_artifacts(path, item(sums_url='u/SUMS'),
                                                  fetch=lambda url, f: calls.append(url) or A)
     assert added == ['x/1.0/x.tgz'] and calls == ['u/SUMS'] and sources['x/1.0/x.tgz'] == 'checksum file'
     text = open(path).read()
     assert text.startswith('# ocigpu.cluster lock file') and A in text
     # A later run (another node, a pulled one) gets the locked sum with no call, even if upstream changed.
-    sums2, sources2, added2, _ = art.lock_artifacts(path, item(sums_url='u/SUMS'), fetch=no_net, download=no_net)
+    sums2, sources2, added2, _warnings = art.lock_artifacts(path, item(sums_url='u/SUMS'), fetch=no_net, download=no_net)
     assert sums2 == sums and sources2 == {'x/1.0/x.tgz': 'lock'} and added2 == []
     # Check mode decides but writes nothing.
     art.lock_artifacts(path, item(name='y/1/y.tgz', known=B), write=False)
