@@ -97,8 +97,8 @@ def test_bad_input(bad, match):
 def test_lock_file_round_trip_and_a_later_node_uses_it(tmp_path):
     path = str(tmp_path / 'demo.lock.yml')
     calls = []
-    sums, sources, added, _warnings = art.lock_artifacts(path, item(sums_url='u/SUMS'),
-                                                 fetch=lambda url, f: calls.append(url) or A)
+    sums, sources, added, _warnings = art.lock_artifacts(
+        path, item(sums_url='u/SUMS'), fetch=lambda url, f: calls.append(url) or A)
     assert added == ['x/1.0/x.tgz'] and calls == ['u/SUMS'] and sources['x/1.0/x.tgz'] == 'checksum file'
     text = open(path).read()
     assert text.startswith('# ocigpu.cluster lock file') and A in text
