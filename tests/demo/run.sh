@@ -219,16 +219,6 @@ probe bastion "$ip1" 6818; [ "$(cat "$work/probe.last")" = open ] || die "slurmd
 probe bastion "$ip1" 9879; [ "$(cat "$work/probe.last")" = open ] || die "the exporter's port should be open"
 probe bastion "$ip1" 8080; [ "$(cat "$work/probe.last")" = refused ] || die "port 8080 should stay closed to hosts outside the node's subnet"
 echo "   port 8080 on $node1 answers its own subnet and stays closed to the bastion's (undeclared port, public zone)"
-# The cluster's MPI key (mpi_ssh, made once on this machine): root on one node reaches the other with
-# no prompt and no password, and mpirun starts a rank on each node, with the firewall on.
-ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.shell \
-  -a "ssh -o BatchMode=yes $ip2 hostname 2>/tmp/demo-mpi.err && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 --host $ip1,$ip2 hostname 2>>/tmp/demo-mpi.err" \
-  > "$work/mpi.log" 2> "$work/mpi.err" || { cat "$work/mpi.log" "$work/mpi.err"; die "root on $node1 cannot run MPI with $node2 through the cluster's key"; }
-mpi_hosts=$(sed 1d "$work/mpi.log" | sort -u | paste -sd' ')
-if [ "$(sed 1d "$work/mpi.log" | wc -l)" -ne 3 ] || [ "$(sed 1d "$work/mpi.log" | sort -u | wc -l)" -ne 2 ]; then
-  cat "$work/mpi.log"; die "ssh and mpirun -np 2 did not answer from both nodes"
-fi
-echo "   MPI with the cluster's key: ssh -o BatchMode=yes and mpirun -np 2 from $node1 answered from: $mpi_hosts"
 
 step "8. A sick node: slurmd's health check drains it with the reason, and resumes it once healed"
 start=$(date +%s)
