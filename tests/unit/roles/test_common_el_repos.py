@@ -16,23 +16,14 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from tests.unit.roles._trust import trust
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 ROLE = ROOT / 'roles' / 'common'
 
 
 def _load(path):
     return yaml.safe_load(path.read_text())
-
-
-def _trusted(value):
-    """YAML from the role's own files, trusted as templates the way Ansible trusts role files."""
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trusted(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _trusted(v) for k, v in value.items()}
-    return value
 
 
 def facts(distribution, major, os_family='RedHat'):
@@ -45,8 +36,8 @@ OL9 = facts('OracleLinux', 9)
 
 def templar(host_facts, check_mode=False, **overrides):
     variables = {}
-    variables.update(_trusted(_load(ROLE / 'defaults' / 'main.yml')))
-    variables.update(_trusted(_load(ROLE / 'vars' / 'main.yml')))
+    variables.update(trust(_load(ROLE / 'defaults' / 'main.yml')))
+    variables.update(trust(_load(ROLE / 'vars' / 'main.yml')))
     variables.update(overrides)
     variables['ansible_facts'] = host_facts
     variables['ansible_check_mode'] = check_mode

@@ -13,6 +13,8 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from tests.unit.roles._trust import trust
+
 ROLES = pathlib.Path(__file__).resolve().parents[3] / 'roles'
 
 # role: {variable: {major: names}}; one entry where both versions agree.
@@ -51,18 +53,8 @@ EXPECTED = {
 }
 
 
-def _trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trusted(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _trusted(v) for k, v in value.items()}
-    return value
-
-
 def render(role, variable, major):
-    variables = _trusted(yaml.safe_load((ROLES / role / 'vars' / 'RedHat.yml').read_text()))
+    variables = trust(yaml.safe_load((ROLES / role / 'vars' / 'RedHat.yml').read_text()))
     variables['ansible_facts'] = {'distribution': 'OracleLinux', 'distribution_major_version': str(major),
                                   'os_family': 'RedHat', 'architecture': 'x86_64'}
     return Templar(loader=DataLoader(), variables=variables).template(trust_as_template('{{ %s }}' % variable))

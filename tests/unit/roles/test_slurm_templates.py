@@ -15,17 +15,9 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from tests.unit.roles._trust import trust
+
 ROLE = pathlib.Path(__file__).resolve().parents[3] / 'roles' / 'slurm'
-
-
-def trust(obj):
-    if isinstance(obj, str):
-        return trust_as_template(obj)
-    if isinstance(obj, dict):
-        return {k: trust(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [trust(v) for v in obj]
-    return obj
 
 
 def facts(name, ip, vcpus=128, sockets=2, cores=32, threads=2, mem=2063720):
