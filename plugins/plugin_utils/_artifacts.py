@@ -40,7 +40,6 @@ HEADER = """\
 # pulled, autoscaled or replaced, gets exactly these bytes or stops before installing anything.
 # To move the cluster to other bytes for a file, remove its entry; a new version gets an entry of its own.
 """
-SOURCES = ('lock', 'setting', 'table', 'checksum file', 'first download')
 FETCH_TIMEOUT = 60
 
 
