@@ -54,6 +54,17 @@ PULL_SERVER_TAG = 'ocigpu-pull-server'  # on each instance, with PULL_CERT_TAG: 
 PULL_CERT_TAG = 'ocigpu-pull-cert'
 MAX_TAG_VALUE = 256  # OCI's limit on a freeform tag value
 
+# The service (_autoscale_service.py).
+SERVICE_DEFAULTS = dict(
+    service=False,               # the role sets true; false: the programs do the work themselves
+    poll_interval=1.0,           # seconds between looks at the request folder
+    reconcile_interval=30,       # seconds between comparisons of Slurm's nodes with OCI
+    takeover_after=20,           # seconds a node powers up with no request before the service resumes it
+    max_resume_attempts=5,       # failed resumes in a row before a job is held
+    retry_backoff=[60, 120, 300, 600],  # seconds before a requeued job may start again, by attempt
+    scontrol_retry_seconds=300,  # how long an scontrol that cannot reach slurmctld is tried again
+    squeue='squeue',
+)
 DEFAULTS = dict(
     auth=dict(auth_type='instance_principal'),
     wait_timeout=1800,
@@ -65,6 +76,7 @@ DEFAULTS = dict(
     node_setup_command=[],
     freeform_tags={},
     pull={},
+    **SERVICE_DEFAULTS
 )
 REQUIRED = ('cluster_name', 'compartment_id', 'availability_domain', 'subnet_id', 'instance_configuration_id', 'nodes')
 
@@ -518,6 +530,11 @@ def _run(argv):
     return proc.returncode
 
 
+def _read(argv):
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    return proc.returncode, proc.stdout.decode('utf-8', 'replace')
+
+
 def setup_logging(path, level=logging.INFO):
     handler = logging.StreamHandler(sys.stderr)
     if path:
@@ -535,11 +552,12 @@ USAGE = """usage: %(prog)s [--config PATH] resume|suspend|resume-fail|status [HO
   suspend HOSTLIST      release the nodes; terminate cluster networks whose nodes are all released
   resume-fail HOSTLIST  same as suspend (Slurm's ResumeFailProgram)
   status                print the autoscaled cluster networks as JSON
+  service               carry out the requests the programs hand over, and reconcile Slurm with OCI
   pull-server           serve the pull path (bundle and join) to on-demand nodes
 """
 
 
-def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None):
+def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None, read=_read):
     """Entry point of the installed program; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     out = out or sys.stdout
@@ -550,7 +568,8 @@ def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None):
     if argv == ['pull-server']:  # the pull path's server shares this program's configuration
         from ansible_collections.ocigpu.cluster.plugins.module_utils import _pull
         return _pull.main(['--config', config_path])
-    if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status') or (argv[0] != 'status' and len(argv) != 2):
+    if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status', 'service') or (
+            argv[0] not in ('status', 'service') and len(argv) != 2):
         sys.stderr.write(USAGE % dict(prog=prog))
         return 2
     action, hostlist = argv[0], (argv[1] if len(argv) > 1 else '')
@@ -560,6 +579,17 @@ def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None):
         sys.stderr.write('%s: %s\n' % (prog, exc))
         return 2
     setup_logging(config['log_file'])
+    if action == 'service' or (config['service'] and action != 'status'):
+        from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
+        if action == 'service':
+            slurm = service.Slurm(config, run=run, read=read)
+            service.Service(config, autoscaler_factory, slurm).serve()
+            return 0
+        jobs = service.read_resume_file(os.environ.get('SLURM_RESUME_FILE')) if action == 'resume' else []
+        rid = service.submit(config, action, hostlist, jobs)
+        log.info('%s %s: handed to the autoscaler service (request %s%s)', action, hostlist, rid,
+                 '; jobs %s' % ', '.join('%s: %s' % (j['job_id'], j['nodes']) for j in jobs) if jobs else '')
+        return 0
     log.info('%s %s', action, hostlist)
     scontrol = config['scontrol']
     try:

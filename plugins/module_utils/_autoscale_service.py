@@ -1,0 +1,446 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The autoscaler service: carries out what slurmctld's power-saving programs ask, and keeps Slurm and
+OCI in step when a program, slurmctld or the service itself died on the way.
+
+slurmctld runs its ResumeProgram, SuspendProgram and ResumeFailProgram in its own control group, so a
+``systemctl restart slurmctld`` (configure.yml restarts it when slurm.conf changes) kills a resume that
+waits on OCI. With the service (``service: true`` in the configuration, as the slurm_autoscaler role
+writes it) the programs only write a request file into ``<state dir>/requests`` and return at once;
+``ocigpu-autoscaler.service`` (its own unit, as the Slurm user) carries each request out in a thread and
+removes its file when done. A request whose service died is carried out again when the service starts:
+a resume adopts the cluster network that carries its Slurm names (never launches twice), a suspend
+finds nothing left to end.
+
+Resumes are grouped by job: Slurm's resume file (``SLURM_RESUME_FILE``) says which of the nodes each
+job waits for, and each job gets its own cluster network, made at the same time as the others. A job
+whose cluster network fails (out of host capacity, API errors spent, a timeout) is the only one told:
+its nodes are handed back powered down (``POWER_DOWN_FORCE``: Slurm requeues the job), the job gets
+the reason in its comment and a later start time (``retry_backoff``), and after ``max_resume_attempts``
+failures in a row it is held with the reason; ``scontrol release`` lets it try again.
+
+Every ``reconcile_interval`` seconds the service compares Slurm's nodes with OCI:
+
+- nodes DOWN and powered down after a failed resume (reason ``ResumeTimeout reached`` or the
+  autoscaler's own) go back to service powered down (``state=RESUME``: ``idle~``);
+- nodes powering up that no request carries (their resume program died before it wrote one) for
+  ``takeover_after`` seconds get a resume from the service, grouped by the jobs Slurm gives them;
+- a cluster network whose Slurm names are all powered down (their suspend died) is terminated.
+
+Every outcome is one line of the autoscaler's log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+import uuid
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
+    ResumeFailed, StateFile, _error_text, compress_hostlist, expand_hostlist, log)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError
+
+# Reasons of DOWN nodes that the service returns to service: a failed resume, never a person's.
+RETURN_REASONS = ('ResumeTimeout reached', 'ocigpu-autoscaler')
+
+
+def request_dir(config):
+    return os.path.join(os.path.dirname(config['state_file']) or '.', 'requests')
+
+
+def read_resume_file(path):
+    """The jobs of Slurm's resume file: [{'job_id', 'nodes'}] (nodes: the job's nodes_resume hostlist)."""
+    if not path:
+        return []
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (IOError, OSError, ValueError) as exc:
+        log.warning('resume file %s unreadable (%s): the nodes are resumed as one group', path, exc)
+        return []
+    return [dict(job_id=int(j['job_id']), nodes=j.get('nodes_resume') or j.get('nodes_alloc') or '')
+            for j in data.get('jobs') or [] if j.get('job_id')]
+
+
+def resume_groups(names, jobs):
+    """[(job ids, names)]: one group per job's nodes; jobs that share a node share a group; names no job
+    asked for make one group of their own (a person's power up)."""
+    groups = []
+    for job in jobs:
+        mine = set(n for n in expand_hostlist(job['nodes']) if n in names)
+        if not mine:
+            continue
+        joined = [g for g in groups if g[1] & mine]
+        ids, members = [job['job_id']], set(mine)
+        for g in joined:
+            ids = g[0] + ids
+            members |= g[1]
+            groups.remove(g)
+        groups.append((ids, members))
+    rest = set(names) - set().union(*[g[1] for g in groups]) if groups else set(names)
+    if rest:
+        groups.append(([], rest))
+    order = dict((n, i) for i, n in enumerate(names))
+    return [(sorted(set(ids)), sorted(members, key=order.get)) for ids, members in groups]
+
+
+def submit(config, action, hostlist, jobs=None, source='slurmctld'):
+    """Write a request for the service; return its id."""
+    folder = request_dir(config)
+    if not os.path.isdir(folder):
+        os.makedirs(folder, 0o700)
+    rid = '%s-%s-%s' % (time.strftime('%Y%m%dT%H%M%S'), action, uuid.uuid4().hex[:8])
+    request = dict(id=rid, action=action, nodes=hostlist, jobs=jobs or [], source=source, submitted=time.time())
+    tmp = os.path.join(folder, '.%s.tmp' % rid)
+    with open(tmp, 'w') as f:
+        json.dump(request, f)
+    os.rename(tmp, os.path.join(folder, rid + '.json'))
+    return rid
+
+
+def _jobs_text(ids):
+    return ' for job %s' % ','.join(str(i) for i in ids) if ids else ''
+
+
+class Slurm(object):
+    """slurmctld through scontrol and squeue. `run(argv)` returns the exit status, `read(argv)` the
+    exit status and output; commands that cannot reach slurmctld (restarting) are tried again."""
+
+    def __init__(self, config, run, read, sleep=time.sleep):
+        self.scontrol = config['scontrol']
+        self.squeue = config['squeue']
+        self.retry_seconds = float(config['scontrol_retry_seconds'])
+        self._run = run
+        self._read = read
+        self._sleep = sleep
+
+    def command(self, argv):
+        """Run argv until it succeeds or retry_seconds pass; the last exit status."""
+        deadline = time.monotonic() + self.retry_seconds
+        delay = 1.0
+        while True:
+            status = self._run(argv)
+            if status == 0 or time.monotonic() >= deadline:
+                return status
+            self._sleep(delay)
+            delay = min(delay * 2, 15.0)
+
+    def set_addresses(self, mapping):
+        status = 0
+        for m in mapping:
+            status = self.command([self.scontrol, 'update', 'nodename=%s' % m['name'], 'nodeaddr=%s' % m['private_ip'],
+                                   'nodehostname=%s' % m['hostname']]) or status
+        return status
+
+    def power_down(self, hostlist, reason):
+        reason = re.sub(r'["\n]', ' ', reason)[:200]
+        return self.command([self.scontrol, 'update', 'nodename=%s' % hostlist, 'state=POWER_DOWN_FORCE',
+                             'reason=%s' % reason])
+
+    def return_to_service(self, hostlist):
+        return self.command([self.scontrol, 'update', 'nodename=%s' % hostlist, 'state=RESUME'])
+
+    def tell_job(self, job_id, comment, start_after=None, hold=False):
+        status = self.command([self.scontrol, 'update', 'jobid=%s' % job_id, 'comment=%s' % comment[:250]])
+        if hold:
+            status = self.command([self.scontrol, 'hold', str(job_id)]) or status
+        elif start_after:
+            status = self.command([self.scontrol, 'update', 'jobid=%s' % job_id,
+                                   'starttime=now+%d' % int(start_after)]) or status
+        return status
+
+    def nodes(self, hostlist):
+        """{name: (set of state flags, reason)} from `scontrol -o show node`; None when slurmctld does not answer."""
+        status, out = self._read([self.scontrol, '-o', 'show', 'node', hostlist])
+        if status != 0:
+            return None
+        found = {}
+        for line in out.splitlines():
+            name = re.search(r'(?:^| )NodeName=(\S+)', line)
+            state = re.search(r' State=(\S+)', line)
+            if not (name and state):
+                continue
+            reason = re.search(r' Reason=(.*?)(?: \[[^\]]*\])?(?: \w+=|$)', line)
+            found[name.group(1)] = (set(state.group(1).split('+')), reason.group(1) if reason else '')
+        return found
+
+    def jobs_on(self, names):
+        """[{'job_id', 'nodes'}] of the pending or configuring jobs that hold any of the names."""
+        status, out = self._read([self.squeue, '-h', '-t', 'CF,PD', '-o', '%i %N'])
+        if status != 0:
+            return []
+        jobs = []
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit():
+                mine = [n for n in expand_hostlist(parts[1]) if n in names]
+                if mine:
+                    jobs.append(dict(job_id=int(parts[0]), nodes=compress_hostlist(mine)))
+        return jobs
+
+
+class Service(object):
+    """The requests of one state folder, carried out in threads, and the periodic reconcile."""
+
+    def __init__(self, config, scaler_factory, slurm, clock=time.monotonic):
+        self.config = config
+        self.scaler_factory = scaler_factory
+        self.slurm = slurm
+        self.clock = clock
+        self.folder = request_dir(config)
+        self.active = {}        # request id -> set of names it works on
+        self.threads = []
+        self.lock = threading.Lock()
+        self.powering_seen = {}  # name -> when the reconcile first saw it powering up with no request
+        self.last_reconcile = None
+        self.state = StateFile(config['state_file'])
+
+    # requests
+    def waiting(self):
+        """The request files, oldest first: [(id, path)]."""
+        if not os.path.isdir(self.folder):
+            return []
+        return sorted((f[:-5], os.path.join(self.folder, f)) for f in os.listdir(self.folder)
+                      if f.endswith('.json') and not f.startswith('.'))
+
+    def busy_names(self):
+        """Names of the requests being carried out or waiting."""
+        with self.lock:
+            names = set().union(*self.active.values()) if self.active else set()
+            known = set(self.active)
+        for rid, path in self.waiting():
+            if rid in known:
+                continue
+            try:
+                with open(path) as f:
+                    names |= set(expand_hostlist(json.load(f)['nodes']))
+            except (IOError, OSError, ValueError, KeyError, InputError):
+                continue
+        return names
+
+    def pick_up(self):
+        """Start a thread for each request not yet started; returns how many started."""
+        started = 0
+        for rid, path in self.waiting():
+            with self.lock:
+                if rid in self.active:
+                    continue
+            try:
+                with open(path) as f:
+                    request = json.load(f)
+                names = set(expand_hostlist(request['nodes']))
+            except (IOError, OSError, ValueError, KeyError, InputError) as exc:
+                log.error('request %s unreadable (%s); removed', rid, exc)
+                self._remove(path)
+                continue
+            with self.lock:
+                self.active[rid] = names
+            thread = threading.Thread(target=self._carry_out, args=(rid, path, request), name=rid)
+            thread.daemon = True
+            thread.start()
+            self.threads.append(thread)
+            started += 1
+        self.threads = [t for t in self.threads if t.is_alive()]
+        return started
+
+    @staticmethod
+    def _remove(path):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+    def _carry_out(self, rid, path, request):
+        try:
+            if request['action'] == 'resume':
+                self.resume(request)
+            else:
+                self.suspend(request)
+        except Exception as exc:  # pylint: disable=broad-except
+            log.exception('%s %s (request %s): unexpected error: %s', request.get('action'), request.get('nodes'),
+                          rid, _error_text(exc))
+        finally:
+            self._remove(path)
+            with self.lock:
+                self.active.pop(rid, None)
+
+    def wait(self, timeout=None):
+        """Wait for the started requests to end (tests and `--once`)."""
+        for thread in list(self.threads):
+            thread.join(timeout)
+
+    # resume
+    def resume(self, request):
+        names = expand_hostlist(request['nodes'])
+        groups = resume_groups(names, request.get('jobs') or [])
+        if len(groups) > 1:
+            log.info('resume %s: %d group(s) by job: %s', request['nodes'], len(groups),
+                     '; '.join('%s%s' % (compress_hostlist(n), _jobs_text(j)) for j, n in groups))
+        threads = [threading.Thread(target=self.resume_group, args=(ids, members), name='%s:%s' % (request['id'], i))
+                   for i, (ids, members) in enumerate(groups)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def resume_group(self, job_ids, names):
+        what = compress_hostlist(names)
+        jobs = _jobs_text(job_ids)
+        try:
+            scaler = self.scaler_factory(self.config)
+            mapping = scaler.resume(what)
+        except ResumeFailed as exc:
+            log.info('resume %s: failure details %s', what, json.dumps(exc.details, default=str))
+            self._failed(what, job_ids, exc.message, exc.outcome)
+            return False
+        except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
+            self._failed(what, job_ids, getattr(exc, 'message', None) or _error_text(exc), ResumeFailed.LEFT)
+            return False
+        status = self.slurm.set_addresses(mapping)
+        self._forget_attempts(job_ids)
+        log.info('resume %s%s: done: %s%s', what, jobs, ', '.join('%s=%s' % (m['name'], m['private_ip']) for m in mapping),
+                 '' if not status else '; telling slurmctld the addresses failed (scontrol exited %s)' % status)
+        self._node_setup(mapping)
+        return True
+
+    def _node_setup(self, mapping):
+        if not self.config.get('node_setup_command'):
+            return
+        cmd = list(self.config['node_setup_command']) + [compress_hostlist(m['name'] for m in mapping)]
+        env = dict(os.environ, OCIGPU_AUTOSCALER_NODES=json.dumps(mapping))
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+        if proc.returncode:
+            log.error('node setup %s exited %d: %s', cmd[0], proc.returncode,
+                      proc.stdout.decode('utf-8', 'replace').strip()[-500:])
+
+    def _failed(self, what, job_ids, message, outcome):
+        prefix = self.config['resume_fail_reason_prefix']
+        status = self.slurm.power_down(what, '%s: %s' % (prefix, message))
+        told = []
+        for job_id in job_ids:
+            attempt = self._count_attempt(job_id)
+            limit = int(self.config['max_resume_attempts'])
+            if attempt >= limit:
+                comment = '%s: held after %d failed resumes: %s (scontrol release %s tries again)' % (
+                    prefix, attempt, message, job_id)
+                self.slurm.tell_job(job_id, comment, hold=True)
+                told.append('job %s held (attempt %d of %d)' % (job_id, attempt, limit))
+            else:
+                backoff = list(self.config['retry_backoff']) or [0]
+                delay = int(backoff[min(attempt, len(backoff)) - 1])
+                comment = '%s: resume attempt %d of %d failed: %s; tried again in %ds or later' % (
+                    prefix, attempt, limit, message, delay)
+                self.slurm.tell_job(job_id, comment, start_after=delay)
+                told.append('job %s requeued, may start again in %ds (attempt %d of %d)' % (job_id, delay, attempt, limit))
+        log.error('resume %s%s failed: %s; %s; %s%s', what, _jobs_text(job_ids), message, outcome,
+                  'handing %s back to Slurm failed (scontrol exited %s)' % (what, status) if status else
+                  '%s handed back to Slurm powered down (state=POWER_DOWN_FORCE)' % what,
+                  ('; ' + ', '.join(told)) if told else '')
+
+    def _count_attempt(self, job_id):
+        def count(state):
+            attempts = state.setdefault('attempts', {})
+            attempts[str(job_id)] = attempts.get(str(job_id), 0) + 1
+            return attempts[str(job_id)]
+        return self.state.update(count)
+
+    def _forget_attempts(self, job_ids):
+        if not job_ids:
+            return
+
+        def forget(state):
+            attempts = state.setdefault('attempts', {})
+            for job_id in job_ids:
+                attempts.pop(str(job_id), None)
+        self.state.update(forget)
+
+    # suspend and resume-fail
+    def suspend(self, request):
+        action, what = request['action'], request['nodes']
+        try:
+            scaler = self.scaler_factory(self.config)
+            result = scaler.suspend(what, action=action)
+        except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
+            # The names stay released in the state file: the reconcile ends their cluster network later.
+            log.error('%s %s failed: %s; the reconcile terminates what is left once the nodes are powered down',
+                      action, what, getattr(exc, 'message', None) or _error_text(exc))
+            return False
+        log.info('%s %s: done: %s', action, what, json.dumps(result))
+        return True
+
+    # reconcile
+    def reconcile(self, now=None):
+        """One comparison of Slurm's nodes with OCI (see the module's docs); returns what it did."""
+        now = self.clock() if now is None else now
+        self.last_reconcile = now
+        done = dict(returned=[], taken_over=[], terminated=[])
+        nodes = self.slurm.nodes(self.config['nodes'])
+        if nodes is None:
+            log.warning('reconcile: slurmctld does not answer; nothing compared')
+            return done
+        busy = self.busy_names()
+
+        down = [n for n in self.config['node_names'] if n in nodes and n not in busy
+                and 'DOWN' in nodes[n][0] and 'POWERED_DOWN' in nodes[n][0]
+                and any(r in nodes[n][1] for r in RETURN_REASONS)]
+        if down:
+            what = compress_hostlist(down)
+            status = self.slurm.return_to_service(what)
+            log.info('reconcile: %s DOWN after a failed resume (%s); %s', what,
+                     '; '.join(sorted(set(nodes[n][1] for n in down))),
+                     'returned to service powered down (state=RESUME)' if not status else
+                     'returning them to service failed (scontrol exited %s)' % status)
+            done['returned'] = down
+
+        up = [n for n in self.config['node_names'] if n in nodes and n not in busy and 'POWERING_UP' in nodes[n][0]]
+        seen = dict((n, self.powering_seen.get(n, now)) for n in up)
+        self.powering_seen = seen
+        orphans = [n for n in up if now - seen[n] >= float(self.config['takeover_after'])]
+        if orphans:
+            jobs = self.slurm.jobs_on(orphans)
+            what = compress_hostlist(orphans)
+            rid = submit(self.config, 'resume', what, jobs, source='reconcile')
+            log.warning('reconcile: %s powering up for %ds with no resume at work (its program died?); '
+                        'resuming them (request %s%s)', what, int(now - min(seen[n] for n in orphans)), rid,
+                        _jobs_text([j['job_id'] for j in jobs]))
+            for n in orphans:
+                self.powering_seen.pop(n, None)
+            done['taken_over'] = orphans
+
+        scaler = self.scaler_factory(self.config)
+        for cn, carried in scaler.cluster_networks():
+            if set(carried) & busy:
+                continue
+            off = [n for n in carried if n in nodes and 'POWERED_DOWN' in nodes[n][0] and 'POWERING_UP' not in nodes[n][0]]
+            if len(off) != len(carried):
+                continue
+            log.warning('reconcile: cluster network %s (%s) carries only powered-down nodes %s (their suspend '
+                        'died?); terminating it', cn.id, cn.display_name, compress_hostlist(carried))
+            scaler.suspend(compress_hostlist(carried), action='reconcile')
+            done['terminated'].append(cn.id)
+        return done
+
+    # the loop
+    def serve(self, stop=None, sleep=None):
+        stop = stop or threading.Event()
+        waiting = self.waiting()
+        log.info('service: started; %d request(s) waiting%s', len(waiting),
+                 (' (%s)' % ', '.join(r for r, _ in waiting)) if waiting else '')
+        while not stop.is_set():
+            self.pick_up()
+            if self.last_reconcile is None or self.clock() - self.last_reconcile >= float(self.config['reconcile_interval']):
+                try:
+                    self.reconcile()
+                except Exception as exc:  # pylint: disable=broad-except
+                    log.error('reconcile failed: %s', _error_text(exc))
+                    self.last_reconcile = self.clock()
+            (sleep or stop.wait)(float(self.config['poll_interval']))
+        log.info('service: stopped')

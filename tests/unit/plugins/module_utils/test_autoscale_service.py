@@ -1,0 +1,239 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The autoscaler service against the simulator and a model of slurmctld (fakeslurm.py): programs that
+only hand requests over, resumes grouped by job, a capacity shortfall that fails one job alone, a
+service killed in the middle of a resume, slurmctld unreachable while it restarts, and the reconcile
+that leaves no node DOWN and nothing billable."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
+from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
+from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
+    SHAPE, config, gpu_instances, live, sim)
+from tests.unit.plugins.module_utils.test_autoscale_faults import (
+    ROOT, logged, nothing_billable, program_config)
+
+
+def make(config, fake, **changes):  # pylint: disable=redefined-outer-name
+    conf = dict(config, **dict(dict(service=True, scontrol_retry_seconds=5), **changes))
+    _autoscale.setup_logging(conf['log_file'])
+    slurm = service.Slurm(conf, run=fake.run, read=fake.read, sleep=lambda s: None)
+    return conf, service.Service(conf, _autoscale.Autoscaler, slurm)
+
+
+def resume_file(tmp_path, jobs):
+    path = tmp_path / 'resume.json'
+    path.write_text(json.dumps(dict(all_nodes_resume=_autoscale.compress_hostlist(
+        n for j in jobs for n in _autoscale.expand_hostlist(j[1])),
+        jobs=[dict(job_id=i, nodes_alloc=h, nodes_resume=h, partition='gpu') for i, h in jobs])))
+    return str(path)
+
+
+def run_all(svc):
+    """Pick up every waiting request and wait for it to end."""
+    while svc.pick_up():
+        svc.wait(120)
+    svc.wait(120)
+    assert svc.waiting() == [] and svc.active == {}
+
+
+def cluster_networks_by_name(sim):  # pylint: disable=redefined-outer-name
+    return sorted((c['freeformTags'].get('ocigpu-slurm-nodes'), c['lifecycleState']) for c in live(sim, 'cluster_networks'))
+
+
+def test_resume_program_only_hands_a_request_to_the_service(sim, tmp_path, config, monkeypatch):
+    path = program_config(tmp_path, config, service=True)
+    monkeypatch.setenv('SLURM_RESUME_FILE', resume_file(tmp_path, [(7, 'gpu-[1-2]'), (8, 'gpu-3')]))
+    before = sim.calls.total()
+    assert _autoscale.main(['--config', path, 'resume', 'gpu-[1-3]'], run=lambda argv: 1 / 0) == 0
+    assert sim.calls.total() == before
+    (rid, req), = [(r, json.load(open(p))) for r, p in service.Service(config, None, None).waiting()]
+    assert (req['action'], req['nodes'], req['jobs']) == ('resume', 'gpu-[1-3]', [
+        dict(job_id=7, nodes='gpu-[1-2]'), dict(job_id=8, nodes='gpu-3')])
+    logged(config, 'resume gpu-[1-3]: handed to the autoscaler service (request %s; jobs 7: gpu-[1-2], 8: gpu-3)' % rid)
+
+
+def test_each_job_gets_its_own_cluster_network(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake)
+    fake.allocate(1, ['gpu-1', 'gpu-2'])
+    fake.allocate(2, ['gpu-3'])
+    service.submit(conf, 'resume', 'gpu-[1-3]', [dict(job_id=1, nodes='gpu-[1-2]'), dict(job_id=2, nodes='gpu-3')])
+    run_all(svc)
+    assert cluster_networks_by_name(sim) == [('gpu-3', 'RUNNING'), ('gpu-[1-2]', 'RUNNING')]
+    assert all(fake.nodes[n]['addr'] for n in ('gpu-1', 'gpu-2', 'gpu-3'))
+    logged(config, 'resume gpu-[1-3]: 2 group(s) by job: gpu-[1-2] for job 1; gpu-3 for job 2')
+    logged(config, 'resume gpu-[1-2] for job 1: done: gpu-1=')
+    logged(config, 'resume gpu-3 for job 2: done: gpu-3=')
+
+
+def test_capacity_shortfall_fails_only_the_job_that_does_not_fit_and_it_runs_when_hosts_return(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake)
+    sim.capacity.set(SHAPE, 3)
+    jobs = [(1, ['gpu-1', 'gpu-2']), (2, ['gpu-3']), (3, ['gpu-4'])]
+    for job_id, names in jobs:
+        fake.allocate(job_id, names)
+    service.submit(conf, 'resume', 'gpu-[1-4]', [dict(job_id=j, nodes=_autoscale.compress_hostlist(n)) for j, n in jobs])
+    start = time.monotonic()
+    run_all(svc)
+    assert time.monotonic() - start < 60
+    failed = [j for j, v in fake.jobs.items() if v['state'] == 'PENDING']
+    assert len(failed) == 1, fake.jobs
+    job = fake.jobs[failed[0]]
+    assert job['comment'].startswith('ocigpu-autoscaler: resume attempt 1 of 5 failed: cluster network ')
+    assert 'Out of host capacity.' in job['comment'] and job['start_after'] == 60 and not job['held']
+    ran = [n for j, names in jobs if j not in failed for n in names]
+    assert all(fake.nodes[n]['addr'] for n in ran)
+    lost = dict(jobs)[failed[0]]
+    assert all(fake.nodes[n]['state'] == {'IDLE', 'CLOUD', 'POWERED_DOWN'} and fake.nodes[n]['addr'] is None for n in lost)
+    assert len(live(sim, 'cluster_networks')) == 2 and len(gpu_instances(sim)) == 4 - len(lost)
+    line, = logged(config, 'for job %d failed: ' % failed[0])
+    assert 'Out of host capacity.' in line and line.endswith(
+        'handed back to Slurm powered down (state=POWER_DOWN_FORCE); job %d requeued, may start again in 60s '
+        '(attempt 1 of 5)' % failed[0])
+
+    # The jobs that ran end; Slurm suspends their nodes; the requeued job gets nodes again and fits.
+    service.submit(conf, 'suspend', _autoscale.compress_hostlist(ran))
+    run_all(svc)
+    assert nothing_billable(sim)
+    fake.allocate(failed[0], lost)
+    service.submit(conf, 'resume', _autoscale.compress_hostlist(lost),
+                   [dict(job_id=failed[0], nodes=_autoscale.compress_hostlist(lost))])
+    run_all(svc)
+    assert all(fake.nodes[n]['addr'] for n in lost)
+    assert _autoscale.StateFile(config['state_file']).read()['attempts'] == {}
+    service.submit(conf, 'suspend', _autoscale.compress_hostlist(lost))
+    run_all(svc)
+    assert nothing_billable(sim)
+
+
+def test_a_job_that_keeps_failing_is_held_with_the_reason(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, max_resume_attempts=3)
+    sim.capacity.set(SHAPE, 1)
+    for attempt in (1, 2, 3):
+        fake.allocate(9, ['gpu-1', 'gpu-2'])
+        service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=9, nodes='gpu-[1-2]')])
+        run_all(svc)
+        assert fake.jobs[9]['held'] == (attempt == 3)
+    assert fake.jobs[9]['comment'].startswith('ocigpu-autoscaler: held after 3 failed resumes: cluster network ')
+    assert fake.jobs[9]['comment'].endswith('Out of host capacity. (scontrol release 9 tries again)')
+    logged(config, 'job 9 held (attempt 3 of 3)')
+    assert nothing_billable(sim)
+
+
+def test_addresses_reach_slurmctld_after_it_restarts(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, scontrol_retry_seconds=60)
+    fake.allocate(1, ['gpu-1', 'gpu-2'])
+    fake.answering = False
+    service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=1, nodes='gpu-[1-2]')])
+    svc.pick_up()
+    deadline = time.monotonic() + 60
+    while fake.refused < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    fake.answering = True  # slurmctld is back
+    run_all(svc)
+    assert fake.refused >= 3 and fake.nodes['gpu-1']['addr'] and fake.nodes['gpu-2']['addr']
+
+
+def test_service_killed_in_the_middle_of_a_resume_adopts_on_restart(sim, tmp_path, config):
+    path = program_config(tmp_path, config, service=True, scontrol='true', squeue='true')
+    assert _autoscale.main(['--config', path, 'resume', 'gpu-[1-2]']) == 0
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, '.build', 'collections')]))
+    program = ('import sys; from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale; '
+               'sys.exit(_autoscale.main(sys.argv[1:]))')
+    # The service in its own process; its waiter sleeps in real time and the simulator's clock stands
+    # still, so the cluster network stays PROVISIONING until the service is killed.
+    proc = subprocess.Popen([sys.executable, '-c', program, '--config', path, 'service'], env=env,  # pylint: disable=consider-using-with
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not live(sim, 'cluster_networks') and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [c['lifecycleState'] for c in live(sim, 'cluster_networks')] == ['PROVISIONING'], proc.poll()
+    finally:
+        proc.kill()
+        output = proc.communicate(timeout=30)[0]
+    assert proc.returncode == -9, output
+    cn_id, = [c['id'] for c in live(sim, 'cluster_networks')]
+
+    fake = FakeSlurm(config['node_names'])
+    fake.allocate(1, ['gpu-1', 'gpu-2'])
+    _conf, svc = make(config, fake)
+    assert len(svc.waiting()) == 1  # the request outlived its service
+    run_all(svc)
+    assert sim.calls['POST /clusterNetworks'] == 1
+    assert [(c['id'], c['lifecycleState']) for c in live(sim, 'cluster_networks')] == [(cn_id, 'RUNNING')]
+    assert fake.nodes['gpu-1']['addr'] and fake.nodes['gpu-2']['addr']
+    logged(config, 'resume gpu-[1-2]: adopting cluster network %s (PROVISIONING, gpu-[1-2]) for gpu-[1-2]' % cn_id)
+
+
+def test_reconcile_returns_nodes_down_after_a_failed_resume_and_leaves_a_persons_down_alone(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    _conf, svc = make(config, fake)
+    fake.allocate(4, ['gpu-1', 'gpu-2'])
+    fake.resume_timeout(['gpu-1', 'gpu-2'])
+    fake.set_down(['gpu-8'], 'disk replaced by hand')
+    done = svc.reconcile(now=0)
+    assert done['returned'] == ['gpu-1', 'gpu-2']
+    assert fake.nodes['gpu-1']['state'] == fake.nodes['gpu-2']['state'] == {'IDLE', 'CLOUD', 'POWERED_DOWN'}
+    assert 'DOWN' in fake.nodes['gpu-8']['state']
+    logged(config, 'reconcile: gpu-[1-2] DOWN after a failed resume (ResumeTimeout reached); returned to service '
+                   'powered down (state=RESUME)')
+
+
+def test_reconcile_resumes_nodes_whose_resume_program_died(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, takeover_after=20)
+    fake.allocate(5, ['gpu-3', 'gpu-4'])  # powering up, and no request: the program died before writing it
+    assert svc.reconcile(now=100)['taken_over'] == []  # seen once: the program may still be writing it
+    assert svc.reconcile(now=110)['taken_over'] == []
+    assert svc.reconcile(now=121)['taken_over'] == ['gpu-3', 'gpu-4']
+    (_rid, path), = svc.waiting()
+    assert json.load(open(path))['jobs'] == [dict(job_id=5, nodes='gpu-[3-4]')]
+    assert svc.reconcile(now=200)['taken_over'] == []  # the request is there: nothing twice
+    run_all(svc)
+    assert fake.nodes['gpu-3']['addr'] and cluster_networks_by_name(sim) == [('gpu-[3-4]', 'RUNNING')]
+    logged(config, 'reconcile: gpu-[3-4] powering up for 21s with no resume at work')
+    del conf
+
+
+def test_reconcile_terminates_a_cluster_network_whose_nodes_are_all_powered_down(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake)
+    fake.allocate(6, ['gpu-1', 'gpu-2'])
+    service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=6, nodes='gpu-[1-2]')])
+    run_all(svc)
+    assert svc.reconcile(now=0)['terminated'] == []  # powering up: in use
+    # Slurm powered the nodes down, but the suspend program was killed before it did anything.
+    fake.run(['scontrol', 'update', 'nodename=gpu-[1-2]', 'state=POWER_DOWN_FORCE', 'reason=idle'])
+    cn_id, = [c['id'] for c in live(sim, 'cluster_networks')]
+    assert svc.reconcile(now=30)['terminated'] == [cn_id]
+    assert nothing_billable(sim)
+    logged(config, 'reconcile: cluster network %s (as-gpu-1-2) carries only powered-down nodes gpu-[1-2]' % cn_id)
+
+
+def test_reconcile_does_nothing_while_slurmctld_does_not_answer(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake)
+    service.submit(conf, 'resume', 'gpu-[1-2]')
+    run_all(svc)
+    fake.answering = False
+    assert svc.reconcile(now=0) == dict(returned=[], taken_over=[], terminated=[])
+    assert len(live(sim, 'cluster_networks')) == 1
+    logged(config, 'reconcile: slurmctld does not answer; nothing compared')
+
+
+def test_resume_groups_join_jobs_that_share_nodes_and_keep_the_rest_together():
+    groups = service.resume_groups(['gpu-1', 'gpu-2', 'gpu-3', 'gpu-4', 'gpu-5'], [
+        dict(job_id=3, nodes='gpu-[1-2]'), dict(job_id=4, nodes='gpu-3'), dict(job_id=5, nodes='gpu-[3-4]')])
+    assert groups == [([3], ['gpu-1', 'gpu-2']), ([4, 5], ['gpu-3', 'gpu-4']), ([], ['gpu-5'])]
+    assert service.resume_groups(['gpu-1'], []) == [([], ['gpu-1'])]
