@@ -19,7 +19,9 @@ job waits for, and each job gets its own cluster network, made at the same time 
 whose cluster network fails (out of host capacity, API errors spent, a timeout) is the only one told:
 its nodes are handed back powered down (``POWER_DOWN_FORCE``: Slurm requeues the job), the job gets
 the reason in its comment and a later start time (``retry_backoff``), and after ``max_resume_attempts``
-failures in a row it is held with the reason; ``scontrol release`` lets it try again.
+failures in a row it is held with the reason; ``scontrol release`` lets it try again. A job that
+failed for want of hosts may start again as soon as this service ends a cluster network (its hosts
+are free), without waiting for its back-off.
 
 Every ``reconcile_interval`` seconds the service compares Slurm's nodes with OCI:
 
@@ -325,8 +327,9 @@ class Service(object):
         prefix = self.config['resume_fail_reason_prefix']
         status = self.slurm.power_down(what, '%s: %s' % (prefix, message))
         told = []
+        capacity = 'out of host capacity' in message.lower()
         for job_id in job_ids:
-            attempt = self._count_attempt(job_id)
+            attempt = self._count_attempt(job_id, capacity)
             limit = int(self.config['max_resume_attempts'])
             if attempt >= limit:
                 comment = '%s: held after %d failed resumes: %s (scontrol release %s tries again)' % (
@@ -345,12 +348,32 @@ class Service(object):
                   '%s handed back to Slurm powered down (state=POWER_DOWN_FORCE)' % what,
                   ('; ' + ', '.join(told)) if told else '')
 
-    def _count_attempt(self, job_id):
+    def _count_attempt(self, job_id, capacity):
+        """Count a failed resume of the job; one that failed on capacity waits for hosts this service frees."""
         def count(state):
             attempts = state.setdefault('attempts', {})
             attempts[str(job_id)] = attempts.get(str(job_id), 0) + 1
+            waiting = set(state.get('capacity_waits') or [])
+            waiting.discard(str(job_id))
+            if capacity and attempts[str(job_id)] < int(self.config['max_resume_attempts']):
+                waiting.add(str(job_id))
+            state['capacity_waits'] = sorted(waiting)
             return attempts[str(job_id)]
         return self.state.update(count)
+
+    def _hosts_freed(self, what):
+        """A cluster network ended: the jobs requeued for want of hosts may start again now, not after their
+        back-off (a job whose resume fails again counts one more attempt)."""
+        def take(state):
+            jobs = list(state.get('capacity_waits') or [])
+            state['capacity_waits'] = []
+            return jobs
+        jobs = self.state.update(take)
+        for job_id in jobs:
+            status = self.slurm.command([self.slurm.scontrol, 'update', 'jobid=%s' % job_id, 'starttime=now'])
+            log.info('%s: hosts are free again: job %s %s', what, job_id,
+                     'may start now' if not status else 'could not be told (scontrol exited %s)' % status)
+        return jobs
 
     def _forget_attempts(self, job_ids):
         if not job_ids:
@@ -374,6 +397,8 @@ class Service(object):
                       action, what, getattr(exc, 'message', None) or _error_text(exc))
             return False
         log.info('%s %s: done: %s', action, what, json.dumps(result))
+        if result['terminated']:
+            self._hosts_freed('%s %s' % (action, what))
         return True
 
     # reconcile
@@ -426,6 +451,8 @@ class Service(object):
                         'died?); terminating it', cn.id, cn.display_name, compress_hostlist(carried))
             scaler.suspend(compress_hostlist(carried), action='reconcile')
             done['terminated'].append(cn.id)
+        if done['terminated']:
+            self._hosts_freed('reconcile')
         return done
 
     # the loop

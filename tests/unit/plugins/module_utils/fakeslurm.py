@@ -71,7 +71,7 @@ class FakeSlurm(object):
                 if 'comment' in args:
                     job['comment'] = args['comment']
                 if 'starttime' in args:
-                    job['start_after'] = int(re.match(r'now\+(\d+)', args['starttime']).group(1))
+                    job['start_after'] = int(re.match(r'now(?:\+(\d+))?$', args['starttime']).group(1) or 0)
                 return 0
             names = expand_hostlist(args['nodename'])
             for n in names:

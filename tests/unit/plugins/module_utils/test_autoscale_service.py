@@ -99,10 +99,14 @@ def test_capacity_shortfall_fails_only_the_job_that_does_not_fit_and_it_runs_whe
         'handed back to Slurm powered down (state=POWER_DOWN_FORCE); job %d requeued, may start again in 60s '
         '(attempt 1 of 5)' % failed[0])
 
-    # The jobs that ran end; Slurm suspends their nodes; the requeued job gets nodes again and fits.
+    # The jobs that ran end; Slurm suspends their nodes: their hosts are free, so the requeued job may
+    # start now rather than after its back-off; it gets nodes again and fits.
     service.submit(conf, 'suspend', _autoscale.compress_hostlist(ran))
     run_all(svc)
     assert nothing_billable(sim)
+    assert [c for c in fake.commands if c[-1] == 'starttime=now'] == [
+        [conf['scontrol'], 'update', 'jobid=%d' % failed[0], 'starttime=now']]
+    logged(config, 'hosts are free again: job %d may start now' % failed[0])
     fake.allocate(failed[0], lost)
     service.submit(conf, 'resume', _autoscale.compress_hostlist(lost),
                    [dict(job_id=failed[0], nodes=_autoscale.compress_hostlist(lost))])
