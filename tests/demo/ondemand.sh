@@ -7,11 +7,15 @@
 #      with the collection's cloud-init; no GPU node)
 #   3. configure the controller over SSH: Slurm with power saving (SuspendTime 30 s here), the
 #      resume/suspend programs and the pull server; the cluster has no GPU node
-#   4. sbatch -N2: slurmctld calls the resume program -> the simulator creates the cluster
-#      network -> its stand-ins boot and run the pull path (tags from the metadata service, bundle
-#      and munge key from the controller, the roles against themselves) -> slurmd registers -> the
-#      job runs and its output is checked
-#   5. 30 s without jobs: the suspend program terminates the cluster network; the stand-ins go
+#   4. three jobs of 2, 1 and 1 nodes at once, with hosts for 3 nodes and slurmctld restarted 2 s
+#      into the resume: slurmctld calls the resume program, which hands the request to the
+#      autoscaler service (it outlives the restart) -> one cluster network per job -> the jobs
+#      that fit get stand-ins that boot and run the pull path (tags from the metadata service,
+#      bundle and munge key from the controller, the roles against themselves) -> slurmd
+#      registers -> the jobs run and their output is checked; the job that does not fit is told
+#      why in its comment within a minute, requeued, and runs once the others' hosts are free
+#   5. 30 s without jobs: the suspend program terminates the cluster networks; the stand-ins go;
+#      no node is DOWN
 #   6. teardown finds nothing billable
 # It prints a timeline with the benchmark figures (a) job -> resume called and (b) resume ->
 # registered, split into the simulator's provisioning, boot -> pull start, the pull's configure
@@ -26,7 +30,17 @@ work=$DEMO_WORK
 . "$OCIGPU_ROOT/tests/demo/lib.sh"
 
 SUSPEND_TIME=${DEMO_SUSPEND_TIME:-30}
-NODES=${DEMO_NODES:-2}      # the job's node count (tests/perf/pull_bench.sh runs 2, 4 and 8)
+# The jobs submitted at once (node counts), the GPU shape's host capacity in the simulator, and when
+# slurmctld is restarted: the on-demand cluster under real operation (a job that does not fit, a
+# configure run that restarts slurmctld in the middle of a resume). DEMO_NODES=N runs one N-node job
+# with neither (tests/perf/pull_bench.sh runs 2, 4 and 8).
+if [ -n "${DEMO_NODES:-}" ]; then
+  JOBS=$DEMO_NODES CAPACITY='' RESTART_AFTER=''
+else
+  JOBS=${DEMO_JOBS:-2 1 1} CAPACITY=${DEMO_CAPACITY-3} RESTART_AFTER=${DEMO_RESTART_AFTER-2}
+fi
+NODES=0
+for n in $JOBS; do NODES=$((NODES + n)); done
 FORWARD_PORT=8766
 export DEMO_SIM_FORWARD="http://$DEMO_GATEWAY:$FORWARD_PORT"
 demo_start=$(date +%s)
@@ -72,7 +86,8 @@ cp "$(awk -F= '/^key_file/ {print $2}' "$work/oci/config" | tr -d ' ')" "$work/c
 sed -e "s|^key_file *=.*|key_file=/etc/ocigpu-demo/oci/key.pem|" "$work/oci/config" > "$work/ctl-oci/config"
 cat >> "$work/cluster.yml" <<YAML
 autoscaling: true
-autoscaling_max_nodes: $(( NODES > 4 ? NODES : 4 ))
+# Twice the jobs' nodes: nodes handed back power down for SuspendTimeout (600 s); a requeued job gets others.
+autoscaling_max_nodes: $(( NODES * 2 > 4 ? NODES * 2 : 4 ))
 autoscaling_resume_timeout_minutes: 10
 node_vars_file: $work/node-vars.yml
 autoscaling_pull_skip_tags: [nvme_scratch]
@@ -115,67 +130,129 @@ on_ctl sinfo | sed 's/^/   /'
 on_ctl grep -E '^(SuspendTime|ResumeTimeout|ResumeProgram|SuspendProgram|NodeName=gpu)' /etc/slurm/slurm.conf | sed 's/^/   slurm.conf: /'
 on_ctl systemctl is-active ocigpu-pull-server | sed 's/^/   pull server: /'
 
-step "4. A job for $NODES nodes on a cluster with none"
-on_ctl tee /tmp/job.sh >/dev/null <<JOB
+step "4. Jobs of $(echo "$JOBS" | sed 's/ /, /g') node(s) at once on a cluster with none${CAPACITY:+; hosts for $CAPACITY nodes}${RESTART_AFTER:+; slurmctld restarted ${RESTART_AFTER}s into the resume}"
+if [ -n "$CAPACITY" ]; then
+  curl -fsS -X POST -H 'Content-Type: application/json' -d "{\"shape\": \"BM.GPU4.8\", \"hosts\": $CAPACITY}" \
+    "$endpoint/_admin/capacity" >/dev/null
+fi
+declare -a job_ids=() job_sizes=()
+declare -A job_told=() job_done=() job_host=()
+i=0
+for n in $JOBS; do
+  i=$((i + 1))
+  on_ctl tee "/tmp/job$i.sh" >/dev/null <<JOB
 #!/bin/bash
-#SBATCH -N $NODES
+#SBATCH -N $n
 #SBATCH -o /tmp/ondemand-%j.out
 srun -l hostname
 JOB
+done
 t_submit=$(date +%s.%N)
-job=$(on_ctl sbatch --parsable --chdir=/tmp /tmp/job.sh)
-mark "sbatch -N$NODES: job $job submitted"
-t_resume=''
-state=''
-for _ in $(seq 900); do
+i=0
+for n in $JOBS; do
+  i=$((i + 1))
+  job_ids+=("$(on_ctl sbatch --parsable --chdir=/tmp "/tmp/job$i.sh")"); job_sizes+=("$n")
+done
+mark "submitted: $(for k in "${!job_ids[@]}"; do printf 'job %s (-N%s) ' "${job_ids[$k]}" "${job_sizes[$k]}"; done)"
+job_list=$(IFS=,; echo "${job_ids[*]}")
+# read_output JOB HOST: the batch script's output, read on its batch host over SSH through the bastion
+# as soon as the job ends (its stand-in goes SuspendTime later).
+read_output() {
+  local addr out
+  addr=$(on_ctl scontrol show node "$2" | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)
+  out=$(ssh -F "$work/ssh_config" -J "opc@$bastion_ip" "opc@$addr" sudo cat "/tmp/ondemand-$1.out" 2>/dev/null || true)
+  printf '%s\n' "$out" > "$work/job-$1.out"
+  printf '%s' "$out" | tr '\n' ' '
+}
+t_resume=''; restarted=''; down_seen=''
+for _ in $(seq 1500); do
   if [ -z "$t_resume" ] && on_ctl grep -q ' resume gpu-' /var/log/ocigpu-autoscaler/autoscaler.log 2>/dev/null; then
     t_resume=$(date +%s.%N); mark "resume program called: $(on_ctl grep ' resume gpu-' /var/log/ocigpu-autoscaler/autoscaler.log | head -1 | cut -d' ' -f5-)"
   fi
-  state=$(on_ctl squeue -h -j "$job" -o %T 2>/dev/null || true)
-  [ -n "${batch_host:-}" ] || batch_host=$(on_ctl squeue -h -j "$job" -o %B 2>/dev/null | grep -v -e '^n/a$' -e '^$' || true)
-  nodes=$(on_ctl sinfo -h -N -o '%N:%t' | tr '\n' ' ')
-  [ "$nodes" = "${last_nodes:-}" ] || { mark "nodes: $nodes"; last_nodes=$nodes; }
-  if [ -z "${t_registered:-}" ] && [ "$(on_ctl sinfo -h -N -o '%t' | grep -cE '^(alloc|mix|idle|comp)$')" -ge "$NODES" ]; then
-    t_registered=$(date +%s.%N); mark "all $NODES on-demand nodes registered"
+  if [ -n "$RESTART_AFTER" ] && [ -n "$t_resume" ] && [ -z "$restarted" ] \
+      && [ "$(echo "$(date +%s.%N) - $t_resume >= $RESTART_AFTER" | bc)" -eq 1 ]; then
+    on_ctl systemctl restart slurmctld; restarted=1
+    mark "slurmctld restarted (a configure run that changes slurm.conf does this)"
   fi
-  case "$state" in COMPLETED|'') [ -n "${t_registered:-}" ] && break ;; FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
+  queue=$(on_ctl squeue -h -j "$job_list" -o '%i|%T|%B|%k' 2>/dev/null || echo unreachable)
+  if [ "$queue" != unreachable ]; then
+    for k in "${!job_ids[@]}"; do
+      id=${job_ids[$k]}
+      line=$(printf '%s\n' "$queue" | grep "^$id|" || true)
+      IFS='|' read -r _ jstate jhost jcomment <<< "$line"
+      [ -z "$line" ] || [ "$jhost" = n/a ] || [ -z "$jhost" ] || job_host[$id]=$jhost
+      if [ -z "${job_told[$id]:-}" ] && [[ "${jcomment:-}" == ocigpu-autoscaler:* ]]; then
+        job_told[$id]=$(echo "$(date +%s.%N) - $t_submit" | bc)
+        mark "job $id told after ${job_told[$id]}s: ${jcomment}"
+      fi
+      if [ -z "${job_done[$id]:-}" ] && { [ -z "$line" ] || [ "$jstate" = COMPLETED ]; }; then
+        job_done[$id]=$(date +%s.%N)
+        mark "job $id ended on ${job_host[$id]:-?}: $(read_output "$id" "${job_host[$id]:-}")"
+      fi
+      case "${jstate:-}" in FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) die "job $id ended $jstate" ;; esac
+    done
+    nodes=$(on_ctl sinfo -h -N -o '%N:%t' | tr '\n' ' ')
+    [ "$nodes" = "${last_nodes:-}" ] || { mark "nodes: $nodes"; last_nodes=$nodes; }
+    case " $nodes" in *:down*) down_seen="$down_seen $nodes" ;; esac
+    # figure (b): every node of the jobs that were not told to wait is registered
+    want=0
+    for k in "${!job_ids[@]}"; do [ -n "${job_told[${job_ids[$k]}]:-}" ] || want=$((want + job_sizes[k])); done
+    if [ -z "${t_registered:-}" ] && [ "$(on_ctl sinfo -h -N -o '%t' | grep -cE '^(alloc|mix|idle|comp)$')" -ge "$want" ]; then
+      t_registered=$(date +%s.%N); mark "all $want on-demand nodes of the jobs that fit registered"
+      # What each node's pull recorded (roles/slurm_autoscaler/files/ocigpu_pull.py writes its timings).
+      for c in $(podman ps --filter label=ocigpu-demo=1 --format '{{.Names}}' | grep -v bastion); do
+        podman exec "$c" cat /var/lib/ocigpu-pull/pull.json > "$work/$c.pull.json" 2>/dev/null || rm -f "$work/$c.pull.json"
+        podman exec "$c" cat /var/log/ocigpu-pull.log > "$work/$c.pull.log" 2>/dev/null || true
+        podman inspect -f '{{.State.StartedAt}}' "$c" > "$work/$c.started"
+      done
+    fi
+  fi
+  [ "${#job_done[@]}" -lt "${#job_ids[@]}" ] || break
   sleep 1
 done
-# The batch script's output is on its batch host: read it there, over SSH through the bastion.
-[ -n "${batch_host:-}" ] || batch_host=$(on_ctl scontrol show job "$job" | grep -o 'BatchHost=[^ ]*' | cut -d= -f2)
-batch_addr=$(on_ctl scontrol show node "$batch_host" | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)
-out=$(ssh -F "$work/ssh_config" -J "opc@$bastion_ip" "opc@$batch_addr" sudo cat "/tmp/ondemand-$job.out" 2>/dev/null || true)
-printf '   job output (on %s, %s): %s\n' "$batch_host" "$batch_addr" "$(printf '%s' "$out" | tr '\n' ' ')"
-[ "$(printf '%s\n' "$out" | grep -cE '^[0-9]+: ')" -eq "$NODES" ] || {
-  on_ctl tail -30 /var/log/ocigpu-autoscaler/autoscaler.log || true
-  die "the job did not run on all $NODES on-demand nodes (state ${state:-?}); see $work/"; }
 t_done=$(date +%s.%N)
-mark "job $job finished on $(printf '%s\n' "$out" | cut -d' ' -f2 | sort | tr '\n' ' ')"
-
-# What each node's pull recorded (roles/slurm_autoscaler/files/ocigpu_pull.py writes its timings).
-for c in $(podman ps --filter label=ocigpu-demo=1 --format '{{.Names}}' | grep -v bastion); do
-  podman exec "$c" cat /var/lib/ocigpu-pull/pull.json > "$work/$c.pull.json" 2>/dev/null || true
-  podman exec "$c" cat /var/log/ocigpu-pull.log > "$work/$c.pull.log" 2>/dev/null || true
-  podman inspect -f '{{.State.StartedAt}}' "$c" > "$work/$c.started"
-done
 on_ctl cat /var/log/ocigpu-autoscaler/autoscaler.log > "$work/autoscaler.log"
 on_ctl cat /var/log/ocigpu-autoscaler/pull-server.log > "$work/pull-server.log" 2>/dev/null || true
+problems=()
+for k in "${!job_ids[@]}"; do
+  id=${job_ids[$k]}
+  [ -n "${job_done[$id]:-}" ] || { problems+=("job $id did not end"); continue; }
+  got=$(grep -cE '^[0-9]+: ' "$work/job-$id.out" || true)
+  [ "$got" -eq "${job_sizes[$k]}" ] || problems+=("job $id answered from $got of its ${job_sizes[$k]} node(s)")
+done
+if [ -n "$CAPACITY" ] && [ "$NODES" -gt "$CAPACITY" ]; then
+  [ "${#job_told[@]}" -ge 1 ] || problems+=("no job was told it did not fit")
+  for id in "${!job_told[@]}"; do
+    [ "$(echo "${job_told[$id]} <= 60" | bc)" -eq 1 ] || problems+=("job $id was told after ${job_told[$id]}s (goal: within 60 s)")
+  done
+fi
+[ -z "$RESTART_AFTER" ] || [ -n "$restarted" ] || problems+=("slurmctld was never restarted")
+[ -z "$down_seen" ] || problems+=("nodes were DOWN:$down_seen")
+if grep -q 'unexpected error' "$work/autoscaler.log"; then problems+=("the autoscaler log has unexpected errors"); fi
+if [ "${#problems[@]}" -gt 0 ]; then
+  tail -40 "$work/autoscaler.log"
+  die "$(printf '%s; ' "${problems[@]}")see $work/"
+fi
+mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was told why and ran when hosts came back}; no node was DOWN"
+echo "   the autoscaler's log of it (outcomes):"
+grep -E ' (done|failed|held|requeued|hosts are free|reconcile|service)' "$work/autoscaler.log" | cut -d' ' -f4- | cut -c1-220 | sed 's/^/     /'
 
 step "5. $SUSPEND_TIME s without jobs: the suspend program hands the nodes back"
 for _ in $(seq 300); do
-  if on_ctl grep -qE ' suspend gpu-.*: cluster network .* terminated' /var/log/ocigpu-autoscaler/autoscaler.log; then
-    t_suspend=$(date +%s.%N); mark "suspend program: $(on_ctl grep -E ' suspend gpu-.*: cluster network .* terminated' /var/log/ocigpu-autoscaler/autoscaler.log | tail -1 | cut -d' ' -f5-)"; break
-  fi
+  live_cns=$(curl -fsS "$endpoint/_admin/state/cluster_networks" | jq '[.[]? | select(.lifecycleState != "TERMINATED")] | length')
+  [ "$live_cns" -eq 0 ] && { t_suspend=$(date +%s.%N); mark "every cluster network terminated: $(on_ctl grep -cE ' (suspend|reconcile) gpu-.*: cluster network .* terminated' /var/log/ocigpu-autoscaler/autoscaler.log) suspend(s)"; break; }
   sleep 2
 done
-[ -n "${t_suspend:-}" ] || die "the suspend program did not terminate the cluster network"
+[ -n "${t_suspend:-}" ] || die "the suspend program did not terminate the cluster networks"
 for _ in $(seq 120); do
   [ "$(podman ps -q --filter label=ocigpu-demo=1 | wc -l)" -eq 1 ] && break; sleep 1
 done
 left=$(podman ps -q --filter label=ocigpu-demo=1 | wc -l)
 mark "stand-ins left: $left (the controller)"
 [ "$left" -eq 1 ] || die "the on-demand nodes' stand-ins are still there after the suspend"
-on_ctl sinfo -h -N -o '%N %t' | sed 's/^/   /'
+states=$(on_ctl sinfo -h -N -o '%N %t')
+printf '%s\n' "$states" | sed 's/^/   /'
+if printf '%s\n' "$states" | grep -q ' down'; then die "nodes are left DOWN"; fi
 
 step "6. Teardown: nothing billable left"
 run_playbook "teardown" "$work/teardown.log" playbooks/teardown.yml -e "@$work/cluster.yml"
