@@ -27,8 +27,9 @@ Every ``reconcile_interval`` seconds the service compares Slurm's nodes with OCI
 
 - nodes DOWN and powered down after a failed resume (reason ``ResumeTimeout reached`` or the
   autoscaler's own) go back to service powered down (``state=RESUME``: ``idle~``);
-- nodes powering up that no request carries (their resume program died before it wrote one) for
-  ``takeover_after`` seconds get a resume from the service, grouped by the jobs Slurm gives them;
+- nodes powering up that no request carries and that this service has not resumed (their resume
+  program died before it wrote one) for ``takeover_after`` seconds get a resume from the service,
+  grouped by the jobs Slurm gives them;
 - a cluster network whose Slurm names are all powered down (their suspend died) is terminated.
 
 Every outcome is one line of the autoscaler's log.
@@ -99,7 +100,8 @@ def submit(config, action, hostlist, jobs=None, source='slurmctld'):
     folder = request_dir(config)
     if not os.path.isdir(folder):
         os.makedirs(folder, 0o700)
-    rid = '%s-%s-%s' % (time.strftime('%Y%m%dT%H%M%S'), action, uuid.uuid4().hex[:8])
+    # Ids sort in the order the requests were made (nanoseconds since the epoch first).
+    rid = '%020d-%s-%s' % (time.time_ns(), action, uuid.uuid4().hex[:8])
     request = dict(id=rid, action=action, nodes=hostlist, jobs=jobs or [], source=source, submitted=time.time())
     tmp = os.path.join(folder, '.%s.tmp' % rid)
     with open(tmp, 'w') as f:
@@ -202,6 +204,7 @@ class Service(object):
         self.threads = []
         self.lock = threading.Lock()
         self.powering_seen = {}  # name -> when the reconcile first saw it powering up with no request
+        self.resumed = set()     # names this service resumed that may still be booting (not taken over)
         self.last_reconcile = None
         self.state = StateFile(config['state_file'])
 
@@ -229,12 +232,15 @@ class Service(object):
         return names
 
     def pick_up(self):
-        """Start a thread for each request not yet started; returns how many started."""
+        """Start a thread for each request not yet started; returns how many started.
+
+        A resume waits for the suspends and resume-fails of its names made before it: Slurm powered
+        those nodes down and up again, so the old cluster network is ended before a new one is made
+        (run together, the suspend would end what the resume adopts). A suspend made after a resume runs
+        at once: it ends a cluster network on its way up for a job that is gone."""
         started = 0
+        earlier = []  # (action, names) of the requests before this one, oldest first
         for rid, path in self.waiting():
-            with self.lock:
-                if rid in self.active:
-                    continue
             try:
                 with open(path) as f:
                     request = json.load(f)
@@ -243,7 +249,12 @@ class Service(object):
                 log.error('request %s unreadable (%s); removed', rid, exc)
                 self._remove(path)
                 continue
+            blocked = request['action'] == 'resume' and any(
+                action != 'resume' and names & other for action, other in earlier)
+            earlier.append((request['action'], names))
             with self.lock:
+                if rid in self.active or blocked:
+                    continue
                 self.active[rid] = names
             thread = threading.Thread(target=self._carry_out, args=(rid, path, request), name=rid)
             thread.daemon = True
@@ -306,6 +317,8 @@ class Service(object):
         except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
             self._failed(what, job_ids, getattr(exc, 'message', None) or _error_text(exc), ResumeFailed.LEFT)
             return False
+        with self.lock:
+            self.resumed.update(m['name'] for m in mapping)
         status = self.slurm.set_addresses(mapping)
         self._forget_attempts(job_ids)
         log.info('resume %s%s: done: %s%s', what, jobs, ', '.join('%s=%s' % (m['name'], m['private_ip']) for m in mapping),
@@ -425,7 +438,12 @@ class Service(object):
                      'returning them to service failed (scontrol exited %s)' % status)
             done['returned'] = down
 
-        up = [n for n in self.config['node_names'] if n in nodes and n not in busy and 'POWERING_UP' in nodes[n][0]]
+        # Nodes this service resumed boot and register on their own time (up to ResumeTimeout).
+        with self.lock:
+            self.resumed &= set(n for n in nodes if 'POWERING_UP' in nodes[n][0])
+            booting = set(self.resumed)
+        up = [n for n in self.config['node_names'] if n in nodes and n not in busy and n not in booting
+              and 'POWERING_UP' in nodes[n][0]]
         seen = dict((n, self.powering_seen.get(n, now)) for n in up)
         self.powering_seen = seen
         orphans = [n for n in up if now - seen[n] >= float(self.config['takeover_after'])]

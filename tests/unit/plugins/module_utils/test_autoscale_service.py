@@ -37,9 +37,11 @@ def resume_file(tmp_path, jobs):
 
 def run_all(svc):
     """Pick up every waiting request and wait for it to end."""
-    while svc.pick_up():
+    for _ in range(20):
+        if not svc.waiting():
+            break
+        svc.pick_up()
         svc.wait(120)
-    svc.wait(120)
     assert svc.waiting() == [] and svc.active == {}
 
 
@@ -133,6 +135,28 @@ def test_a_job_that_keeps_failing_is_held_with_the_reason(sim, tmp_path, config)
     assert nothing_billable(sim)
 
 
+def test_a_resume_waits_for_the_suspend_of_its_names_made_before_it(sim, tmp_path, config):
+    """Slurm powered gpu-[1-2] down and, SuspendTimeout later, up again for a new job, before the service
+    got to the suspend: the old cluster network is ended first, then a new one is made, never adopted
+    and then ended under the new job."""
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake)
+    service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=1, nodes='gpu-[1-2]')])
+    run_all(svc)
+    old, = [c['id'] for c in live(sim, 'cluster_networks')]
+    service.submit(conf, 'suspend', 'gpu-[1-2]')
+    service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=2, nodes='gpu-[1-2]')])
+    service.submit(conf, 'resume', 'gpu-3', [dict(job_id=3, nodes='gpu-3')])
+    assert svc.pick_up() == 2  # the suspend and gpu-3's resume; gpu-[1-2]'s waits for the suspend
+    assert sorted(r['action'] + ' ' + ','.join(sorted(n)) for r, n in
+                  [(dict(action=k.split('-')[1]), v) for k, v in svc.active.items()]) == ['resume gpu-3', 'suspend gpu-1,gpu-2']
+    run_all(svc)
+    new = [c for c in live(sim, 'cluster_networks') if c['freeformTags']['ocigpu-slurm-nodes'] == 'gpu-[1-2]']
+    assert [c['lifecycleState'] for c in new] == ['RUNNING'] and new[0]['id'] != old
+    assert sim.state.get(old)['lifecycleState'] in ('TERMINATING', 'TERMINATED')
+    assert sim.calls['POST /clusterNetworks'] == 3
+
+
 def test_addresses_reach_slurmctld_after_it_restarts(sim, tmp_path, config):
     fake = FakeSlurm(config['node_names'])
     conf, svc = make(config, fake, scontrol_retry_seconds=60)
@@ -207,6 +231,9 @@ def test_reconcile_resumes_nodes_whose_resume_program_died(sim, tmp_path, config
     run_all(svc)
     assert fake.nodes['gpu-3']['addr'] and cluster_networks_by_name(sim) == [('gpu-[3-4]', 'RUNNING')]
     logged(config, 'reconcile: gpu-[3-4] powering up for 21s with no resume at work')
+    # Resumed, they boot and register on their own time: no second resume while they power up.
+    assert svc.reconcile(now=300)['taken_over'] == [] and svc.reconcile(now=400)['taken_over'] == []
+    assert svc.waiting() == [] and sim.calls['POST /clusterNetworks'] == 1
     del conf
 
 
@@ -241,3 +268,14 @@ def test_resume_groups_join_jobs_that_share_nodes_and_keep_the_rest_together():
         dict(job_id=3, nodes='gpu-[1-2]'), dict(job_id=4, nodes='gpu-3'), dict(job_id=5, nodes='gpu-[3-4]')])
     assert groups == [([3], ['gpu-1', 'gpu-2']), ([4, 5], ['gpu-3', 'gpu-4']), ([], ['gpu-5'])]
     assert service.resume_groups(['gpu-1'], []) == [([], ['gpu-1'])]
+
+
+def test_short_soak_leaves_no_node_down_and_nothing_billable(sim, tmp_path, config):
+    """A few minutes of tests/perf/autoscale_soak.py (the long run is in its docs): random jobs, API
+    faults, capacity shortfalls, slurmctld restarts and killed programs."""
+    from tests.perf import autoscale_soak  # pylint: disable=import-outside-toplevel
+    fig = autoscale_soak.run_soak(sim, dict(config, node_names=_autoscale.expand_hostlist('gpu-[1-8]')), cycles=25,
+                                  seed=7)
+    assert fig['nodes_left_down'] == [] and fig['billable_left'] == 0, fig
+    assert fig['jobs_completed'] + fig['jobs_held'] == fig['jobs_submitted'] == 25, fig
+    assert sum(fig['faults'].values()) > 0, fig

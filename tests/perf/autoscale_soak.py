@@ -1,0 +1,315 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Soak of the autoscaler service: many jobs of random sizes through a model of slurmctld's power
+saving, against the OCI simulator with its clock running fast, while the API throttles and fails,
+the shape runs out of hosts, slurmctld restarts and the resume and suspend programs are killed.
+
+    python -m tests.perf.autoscale_soak [--cycles 200] [--seed 1]
+
+Each cycle submits one job (1, 2 or 4 nodes, 1 to 10 minutes of work). Slurm is the model of
+tests/unit/plugins/module_utils/fakeslurm.py with a scheduler: it allocates powered-down nodes to
+pending jobs, runs the resume program (which hands a request to the service, or is killed first),
+registers a node once OCI runs an instance with its name and the service gave Slurm its address,
+sets nodes DOWN after ResumeTimeout, runs the suspend program after SuspendTime, and requeues the
+jobs of nodes powered down by force (begin time +121 s, as Slurm does). The service runs in this
+process with its reconcile; the simulator's clock moves 5 s a tick and with every wait.
+
+Figures: jobs completed and held, the slowest job's wait beyond provisioning (from submission to
+start, less the time from its last allocation to its nodes' addresses), nodes left DOWN (goal 0),
+billable resources left at the end (goal 0), and the faults injected. A real slurmctld is not used:
+200 cycles would take hours of real time; `make demo-ondemand` runs the service with one.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
+from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import compress_hostlist, _natural
+from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
+
+SHAPE = 'BM.GPU4.8'
+REQUEUE_DELAY = 121  # Slurm: a requeued batch job begins after cred_expire + 1 s
+
+
+class SlurmModel(FakeSlurm):
+    """FakeSlurm with a scheduler and the timers of power saving; see the module's docs."""
+
+    def __init__(self, names, sim, config, rng, suspend_time=60, suspend_timeout=60, resume_timeout=1800,
+                 register_delay=30):
+        super(SlurmModel, self).__init__(names)
+        self.sim, self.config, self.rng = sim, config, rng
+        self.suspend_time, self.suspend_timeout = suspend_time, suspend_timeout
+        self.resume_timeout, self.register_delay = resume_timeout, register_delay
+        self.t = dict((n, dict(since=0.0, addr_at=None)) for n in names)
+        self.kill_program = 0.0
+        self.events = collections.Counter()
+        self.next_id = 1
+
+    def now(self):
+        return self.sim.clock.now()
+
+    # the programs slurmctld runs
+    def program(self, action, names, jobs=None):
+        if not names:
+            return
+        if self.rng.random() < self.kill_program:
+            self.events['%s program killed' % action] += 1
+            return
+        service.submit(self.config, action, compress_hostlist(sorted(names, key=_natural)), jobs or [])
+
+    # what the service does to Slurm
+    def run(self, argv):
+        status = super(SlurmModel, self).run(argv)
+        if status or argv[1] != 'update':
+            return status
+        args = dict(a.split('=', 1) for a in argv[2:] if '=' in a)
+        forced = []
+        with self.lock:
+            if 'jobid' in args and self.jobs[int(args['jobid'])]['start_after'] is not None:
+                job = self.jobs[int(args['jobid'])]
+                job['begin'] = self.now() + job['start_after']
+                job['start_after'] = None
+            elif 'nodename' in args:
+                names = _autoscale.expand_hostlist(args['nodename'])
+                for n in names:
+                    if 'nodeaddr' in args:
+                        self.t[n]['addr_at'] = self.now()
+                    elif args.get('state') == 'POWER_DOWN_FORCE':
+                        self.nodes[n]['state'] = {'IDLE', 'CLOUD', 'POWERING_DOWN'}
+                        self.nodes[n]['addr'] = None
+                        self.t[n].update(since=self.now(), addr_at=None)
+                if args.get('state') == 'POWER_DOWN_FORCE':
+                    forced = names
+        if forced:
+            self.program('suspend', forced)
+        return status
+
+    def _requeue(self, name):
+        """Requeue the job on name; its other nodes that are up become idle (those booting boot on)."""
+        for job in self.jobs.values():
+            if name in job['nodes'] and job['state'] in ('CONFIGURING', 'RUNNING'):
+                for n in job['nodes']:
+                    if n != name and self.nodes[n]['state'] == {'ALLOCATED', 'CLOUD'}:
+                        self.nodes[n]['state'] = {'IDLE', 'CLOUD'}
+                        self.t[n]['since'] = self.now()
+                job.update(state='PENDING', nodes=[], begin=self.now() + REQUEUE_DELAY)
+                job['requeued'] += 1
+
+    # the test's side
+    def submit(self, size, runtime):
+        with self.lock:
+            job_id, self.next_id = self.next_id, self.next_id + 1
+            self.jobs[job_id] = dict(nodes=[], state='PENDING', comment='', start_after=None, held=False, size=size,
+                                     runtime=runtime, submitted=self.now(), begin=self.now(), allocated=None,
+                                     addressed=None, started=None, ended=None, requeued=0)
+        return job_id
+
+    def running_instances(self):
+        names = set()
+        for inst in self.sim.state.instances.values():
+            tag = (inst.get('freeformTags') or {}).get(_autoscale.NODE_TAG)
+            if tag and inst.get('lifecycleState') == 'RUNNING':
+                names.add(tag)
+        return names
+
+    def step(self):
+        """One pass of slurmctld: scheduling, registration, timers."""
+        if not self.answering:
+            return
+        now = self.now()
+        resume, resume_jobs, suspend, failed = [], [], [], []
+        running = self.running_instances()
+        with self.lock:
+            for job_id, job in sorted(self.jobs.items()):
+                if job['state'] != 'PENDING' or job['held'] or job['begin'] > now:
+                    continue
+                free = sorted((n for n, v in self.nodes.items() if v['state'] == {'IDLE', 'CLOUD', 'POWERED_DOWN'}),
+                              key=_natural)
+                if len(free) < job['size']:
+                    continue
+                mine = free[:job['size']]
+                job.update(state='CONFIGURING', nodes=mine, allocated=now, addressed=None)
+                for n in mine:
+                    self.nodes[n].update(state={'IDLE', 'CLOUD', 'POWERING_UP'}, reason='')
+                    self.t[n].update(since=now, addr_at=None)
+                resume.extend(mine)
+                resume_jobs.append(dict(job_id=job_id, nodes=compress_hostlist(mine)))
+            for n, v in self.nodes.items():
+                t = self.t[n]
+                if 'POWERING_UP' in v['state']:
+                    if t['addr_at'] is not None and now - t['addr_at'] >= self.register_delay and n in running:
+                        held = any(j['state'] == 'CONFIGURING' and n in j['nodes'] for j in self.jobs.values())
+                        v['state'] = {'ALLOCATED', 'CLOUD'} if held else {'IDLE', 'CLOUD'}
+                        t['since'] = now
+                    elif now - t['since'] >= self.resume_timeout:
+                        v.update(state={'DOWN', 'CLOUD', 'POWERED_DOWN'}, reason='ResumeTimeout reached', addr=None)
+                        self._requeue(n)
+                        failed.append(n)
+                elif 'POWERING_DOWN' in v['state'] and now - t['since'] >= self.suspend_timeout:
+                    v['state'] = (v['state'] - {'POWERING_DOWN'}) | {'POWERED_DOWN'}
+                elif v['state'] == {'IDLE', 'CLOUD'} and now - t['since'] >= self.suspend_time:
+                    v['state'] = {'IDLE', 'CLOUD', 'POWERING_DOWN'}
+                    t['since'] = now
+                    suspend.append(n)
+            for job in self.jobs.values():
+                if job['state'] == 'CONFIGURING':
+                    if job['addressed'] is None and all(self.nodes[n]['addr'] for n in job['nodes']):
+                        job['addressed'] = now
+                    if all(self.nodes[n]['state'] == {'ALLOCATED', 'CLOUD'} for n in job['nodes']):
+                        job.update(state='RUNNING', started=now)
+                elif job['state'] == 'RUNNING' and now - job['started'] >= job['runtime']:
+                    job.update(state='COMPLETED', ended=now)
+                    for n in job['nodes']:
+                        self.nodes[n]['state'] = {'IDLE', 'CLOUD'}
+                        self.t[n]['since'] = now
+        if resume:
+            self.program('resume', resume, resume_jobs)
+        if suspend:
+            self.program('suspend', suspend)
+        if failed:
+            self.program('resume-fail', failed)
+
+    def quiet(self):
+        with self.lock:
+            return (all(j['state'] == 'COMPLETED' or j['held'] for j in self.jobs.values())
+                    and all(v['state'] == {'IDLE', 'CLOUD', 'POWERED_DOWN'} or 'DOWN' in v['state']
+                            for v in self.nodes.values()))
+
+
+def billable(sim):
+    cns = [c for c in sim.state.cluster_networks.values() if c.get('lifecycleState') not in ('TERMINATED', 'TERMINATING')]
+    gpus = [i for i in sim.state.instances.values() if i.get('shape') == SHAPE
+            and i.get('lifecycleState') not in ('TERMINATED', 'TERMINATING')]
+    return len(cns) + len(gpus)
+
+
+ROUTES = ['GET /clusterNetworks', 'POST /clusterNetworks', 'GET /workRequests/{workRequestId}',
+          'GET /clusterNetworks/{clusterNetworkId}', 'GET /clusterNetworks/{clusterNetworkId}/instances',
+          'PUT /instances/{instanceId}', 'POST /clusterNetworks/{clusterNetworkId}/actions/terminate',
+          'DELETE /clusterNetworks/{clusterNetworkId}']
+
+
+def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_ticks=None):
+    """Run the soak; returns the figures (a dict)."""
+    rng = random.Random(seed)
+    conf = dict(config, service=True, scontrol_retry_seconds=2, reconcile_interval=30, takeover_after=20)
+    _autoscale.setup_logging(conf['log_file'])
+    model = SlurmModel(conf['node_names'], sim, conf, rng)
+    slurm = service.Slurm(conf, run=model.run, read=model.read, sleep=lambda s: time.sleep(0.005))
+    svc = service.Service(conf, _autoscale.Autoscaler, slurm, clock=sim.clock.now)
+    faults = collections.Counter()
+    submitted, ticks, restart_left, started = 0, 0, 0, time.monotonic()
+    max_ticks = max_ticks or cycles * 60 + 2000
+    while ticks < max_ticks:
+        ticks += 1
+        draining = submitted >= cycles
+        if not draining and rng.random() < 0.5:
+            model.submit(rng.choice([1, 1, 2, 2, 4]), rng.uniform(60, 600))
+            submitted += 1
+        if not draining:
+            model.kill_program = 0.08
+            r = rng.random()
+            if r < 0.05:
+                sim.faults.throttle(route=rng.choice(ROUTES), count=rng.randint(1, 3))
+                faults['429 answers'] += 1
+            elif r < 0.09:
+                sim.faults.error(rng.choice([500, 502, 503, 504]), route=rng.choice(ROUTES), count=rng.randint(1, 2))
+                faults['5xx answers'] += 1
+            r = rng.random()
+            if r < 0.02:
+                sim.capacity.set(SHAPE, rng.randint(1, 4))
+                faults['capacity shortfalls'] += 1
+            elif r < 0.06:
+                sim.capacity.set(SHAPE, None)
+            if restart_left == 0 and rng.random() < 0.01:
+                model.answering, restart_left = False, rng.randint(1, 3)
+                faults['slurmctld restarts'] += 1
+        else:
+            model.kill_program = 0.0
+            sim.capacity.set(SHAPE, None)
+            sim.faults.clear()
+        if restart_left:
+            restart_left -= 1
+            model.answering = restart_left == 0
+        model.step()
+        svc.pick_up()
+        if svc.last_reconcile is None or sim.clock.now() - svc.last_reconcile >= conf['reconcile_interval']:
+            svc.reconcile()
+        sim.clock.advance(tick)
+        time.sleep(0.01)
+        if draining and model.quiet() and not svc.waiting() and not svc.active and billable(sim) == 0:
+            break
+    svc.wait(60)
+    faults.update(model.events)
+    jobs = list(model.jobs.values())
+    done = [j for j in jobs if j['state'] == 'COMPLETED']
+    beyond = [(j['started'] - j['submitted']) - ((j['addressed'] or j['started']) - j['allocated']) for j in done]
+    fig = dict(
+        cycles=cycles, seed=seed, ticks=ticks, real_seconds=round(time.monotonic() - started, 1),
+        jobs_submitted=len(jobs), jobs_completed=len(done), jobs_held=sum(1 for j in jobs if j['held']),
+        jobs_requeued=sum(1 for j in jobs if j['requeued']),
+        slowest_wait_beyond_provisioning_s=round(max(beyond), 1) if beyond else None,
+        nodes_left_down=sorted(n for n, v in model.nodes.items() if 'DOWN' in v['state']),
+        billable_left=billable(sim), faults=dict(faults),
+        cluster_networks_created=sim.calls['POST /clusterNetworks'])
+    out.write(json.dumps(fig, indent=1, sort_keys=True) + '\n')
+    out.write('reproduce: python -m tests.perf.autoscale_soak --cycles %d --seed %d\n' % (cycles, seed))
+    return fig
+
+
+def setup(sim, work):
+    """The network, node template and configuration the autoscaler needs, in a fresh simulator."""
+    import oci  # pylint: disable=import-outside-toplevel
+    _vcn, subnet = sim.seed_network(sim.compartment_id, '10.0.0.0/16', subnet_prefix=24, name='soak')
+    compute = sim.client(oci.core.ComputeClient)
+    image = compute.list_images(sim.compartment_id, shape=SHAPE).data[0]
+    ad = sorted(sim.availability_domains)[0]
+    M = oci.core.models
+    details = M.CreateInstanceConfigurationDetails(
+        compartment_id=sim.compartment_id, display_name='soak-gpu-config',
+        instance_details=M.ComputeInstanceDetails(launch_details=M.InstanceConfigurationLaunchInstanceDetails(
+            compartment_id=sim.compartment_id, availability_domain=ad, shape=SHAPE,
+            source_details=M.InstanceConfigurationInstanceSourceViaImageDetails(image_id=image.id),
+            create_vnic_details=M.InstanceConfigurationCreateVnicDetails(subnet_id=subnet['id']))))
+    ic = sim.client(oci.core.ComputeManagementClient).create_instance_configuration(details).data
+    return _autoscale.check_config(dict(
+        cluster_name='soak', compartment_id=sim.compartment_id, availability_domain=ad, subnet_id=subnet['id'],
+        instance_configuration_id=ic.id, nodes='gpu-[1-16]', auth=sim.auth_args(),
+        state_file=os.path.join(work, 'state', 'state.json'), log_file=os.path.join(work, 'autoscaler.log'),
+        wait_timeout=3600))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--cycles', type=int, default=200)
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--work', default=None, help='folder for the state and autoscaler.log (default: a new temporary one)')
+    args = parser.parse_args(argv)
+    import types  # pylint: disable=import-outside-toplevel
+    import oci  # pylint: disable=import-outside-toplevel
+    from tests.ocisim import Simulator  # pylint: disable=import-outside-toplevel
+    work = args.work or tempfile.mkdtemp(prefix='ocigpu-soak-')
+    sim = Simulator(manual_clock=True)
+    sim.start()
+    try:
+        sim.write_config(os.path.join(work, 'oci-config'))
+        fake_time = types.SimpleNamespace(time=sim.clock.now, sleep=sim.clock.advance, monotonic=sim.clock.now)
+        oci.waiter.time = fake_time
+        oci.retry.retry.time = fake_time
+        _oci.CLOCK.sleep, _oci.CLOCK.monotonic = sim.clock.sleep, sim.clock.now
+        fig = run_soak(sim, setup(sim, work), cycles=args.cycles, seed=args.seed)
+        sys.stdout.write('log: %s\n' % os.path.join(work, 'autoscaler.log'))
+    finally:
+        sim.stop()
+    return 0 if not fig['nodes_left_down'] and fig['billable_left'] == 0 else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
