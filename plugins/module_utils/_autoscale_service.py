@@ -478,7 +478,7 @@ class Service(object):
         stop = stop or threading.Event()
         waiting = self.waiting()
         log.info('service: started; %d request(s) waiting%s', len(waiting),
-                 (' (%s)' % ', '.join(r for r, _ in waiting)) if waiting else '')
+                 (' (%s)' % ', '.join(w[0] for w in waiting)) if waiting else '')
         while not stop.is_set():
             self.pick_up()
             if self.last_reconcile is None or self.clock() - self.last_reconcile >= float(self.config['reconcile_interval']):

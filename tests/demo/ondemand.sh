@@ -130,7 +130,7 @@ on_ctl sinfo | sed 's/^/   /'
 on_ctl grep -E '^(SuspendTime|ResumeTimeout|ResumeProgram|SuspendProgram|NodeName=gpu)' /etc/slurm/slurm.conf | sed 's/^/   slurm.conf: /'
 on_ctl systemctl is-active ocigpu-pull-server | sed 's/^/   pull server: /'
 
-step "4. Jobs of $(echo "$JOBS" | sed 's/ /, /g') node(s) at once on a cluster with none${CAPACITY:+; hosts for $CAPACITY nodes}${RESTART_AFTER:+; slurmctld restarted ${RESTART_AFTER}s into the resume}"
+step "4. Jobs of ${JOBS// /, } node(s) at once on a cluster with none${CAPACITY:+; hosts for $CAPACITY nodes}${RESTART_AFTER:+; slurmctld restarted ${RESTART_AFTER}s into the resume}"
 if [ -n "$CAPACITY" ]; then
   curl -fsS -X POST -H 'Content-Type: application/json' -d "{\"shape\": \"BM.GPU4.8\", \"hosts\": $CAPACITY}" \
     "$endpoint/_admin/capacity" >/dev/null

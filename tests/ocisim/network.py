@@ -470,8 +470,8 @@ def list_ipv6s(ctx):
 
 def allocate_public_ip(store):
     """The lowest free host address of the store's public IP network (after its first address,
-    which a rehearsal's gateway may hold)."""
-    taken = {v.get("publicIp") for v in store.vnics.values()}
+    which a rehearsal's gateway may hold); a terminated instance's VNIC gives its address back."""
+    taken = {v.get("publicIp") for v in store.vnics.values() if v.get("lifecycleState") != "TERMINATED"}
     for index, address in enumerate(store.public_ip_network.hosts()):
         if index > 0 and str(address) not in taken:
             return str(address)

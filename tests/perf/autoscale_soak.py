@@ -287,7 +287,7 @@ def setup(sim, work):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--cycles', type=int, default=200)
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--work', default=None, help='folder for the state and autoscaler.log (default: a new temporary one)')

@@ -357,6 +357,14 @@ def test_public_ips_come_from_the_configured_network(ocisim):
         launch()
     assert err.value.status == 400 and "No public IP address is left" in err.value.message
 
+    # A terminated instance gives its address back (found by the autoscaler's soak, whose hundreds of
+    # on-demand nodes ran the simulator out of addresses).
+    compute.terminate_instance(inst.id)
+    ocisim.clock.advance(600)
+    assert compute.get_instance(inst.id).data.lifecycle_state == "TERMINATED"
+    att = compute.list_vnic_attachments(ocisim.compartment_id, instance_id=launch().id).data[0]
+    assert vn.get_vnic(att.vnic_id).data.public_ip == "198.18.124.6"
+
 
 def test_display_names_over_255_characters_are_refused_as_oci_does(ocisim):
     """OCI answers 400 InvalidParameter for a displayName over 255 characters, also one nested in the body."""

@@ -37,7 +37,7 @@ def resume_file(tmp_path, jobs):
 
 def run_all(svc):
     """Pick up every waiting request and wait for it to end."""
-    for _ in range(20):
+    for _round in range(20):
         if not svc.waiting():
             break
         svc.pick_up()
