@@ -266,24 +266,8 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
 
 def setup(sim, work):
     """The network, node template and configuration the autoscaler needs, in a fresh simulator."""
-    import oci  # pylint: disable=import-outside-toplevel
-    _vcn, subnet = sim.seed_network(sim.compartment_id, '10.0.0.0/16', subnet_prefix=24, name='soak')
-    compute = sim.client(oci.core.ComputeClient)
-    image = compute.list_images(sim.compartment_id, shape=SHAPE).data[0]
-    ad = sorted(sim.availability_domains)[0]
-    M = oci.core.models
-    details = M.CreateInstanceConfigurationDetails(
-        compartment_id=sim.compartment_id, display_name='soak-gpu-config',
-        instance_details=M.ComputeInstanceDetails(launch_details=M.InstanceConfigurationLaunchInstanceDetails(
-            compartment_id=sim.compartment_id, availability_domain=ad, shape=SHAPE,
-            source_details=M.InstanceConfigurationInstanceSourceViaImageDetails(image_id=image.id),
-            create_vnic_details=M.InstanceConfigurationCreateVnicDetails(subnet_id=subnet['id']))))
-    ic = sim.client(oci.core.ComputeManagementClient).create_instance_configuration(details).data
-    return _autoscale.check_config(dict(
-        cluster_name='soak', compartment_id=sim.compartment_id, availability_domain=ad, subnet_id=subnet['id'],
-        instance_configuration_id=ic.id, nodes='gpu-[1-16]', auth=sim.auth_args(),
-        state_file=os.path.join(work, 'state', 'state.json'), log_file=os.path.join(work, 'autoscaler.log'),
-        wait_timeout=3600))
+    from tests.unit.plugins.module_utils.test_autoscale import autoscaler_config  # pylint: disable=import-outside-toplevel
+    return autoscaler_config(sim, 'soak', 'gpu-[1-16]', os.path.join(work, 'state'), os.path.join(work, 'autoscaler.log'))
 
 
 def main(argv=None):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import urllib.request
 
 import oci
@@ -36,25 +37,30 @@ def sim(ocisim, monkeypatch):
     return ocisim
 
 
-@pytest.fixture
-def config(sim, tmp_path):
-    _vcn, subnet = sim.seed_network(sim.compartment_id, '10.0.0.0/16', subnet_prefix=24, name='as')
+def autoscaler_config(sim, name, nodes, state_dir, log_file):  # pylint: disable=redefined-outer-name
+    """A network, a node template and the autoscaler's configuration in the simulator (also used by
+    tests/perf/autoscale_soak.py)."""
+    _vcn, subnet = sim.seed_network(sim.compartment_id, '10.0.0.0/16', subnet_prefix=24, name=name)
     compute = sim.client(oci.core.ComputeClient)
     image = compute.list_images(sim.compartment_id, shape=SHAPE).data[0]
     ad = sorted(sim.availability_domains)[0]
     M = oci.core.models
     details = M.CreateInstanceConfigurationDetails(
-        compartment_id=sim.compartment_id, display_name='as-gpu-config',
+        compartment_id=sim.compartment_id, display_name='%s-gpu-config' % name,
         instance_details=M.ComputeInstanceDetails(launch_details=M.InstanceConfigurationLaunchInstanceDetails(
             compartment_id=sim.compartment_id, availability_domain=ad, shape=SHAPE,
             source_details=M.InstanceConfigurationInstanceSourceViaImageDetails(image_id=image.id),
             create_vnic_details=M.InstanceConfigurationCreateVnicDetails(subnet_id=subnet['id']))))
     ic = sim.client(oci.core.ComputeManagementClient).create_instance_configuration(details).data
     return _autoscale.check_config(dict(
-        cluster_name='as', compartment_id=sim.compartment_id, availability_domain=ad, subnet_id=subnet['id'],
-        instance_configuration_id=ic.id, nodes='gpu-[1-8]', auth=sim.auth_args(),
-        state_file=str(tmp_path / 'state' / 'state.json'), log_file=str(tmp_path / 'log' / 'autoscaler.log'),
-        wait_timeout=3600))
+        cluster_name=name, compartment_id=sim.compartment_id, availability_domain=ad, subnet_id=subnet['id'],
+        instance_configuration_id=ic.id, nodes=nodes, auth=sim.auth_args(),
+        state_file=os.path.join(state_dir, 'state.json'), log_file=log_file, wait_timeout=3600))
+
+
+@pytest.fixture
+def config(sim, tmp_path):
+    return autoscaler_config(sim, 'as', 'gpu-[1-8]', str(tmp_path / 'state'), str(tmp_path / 'log' / 'autoscaler.log'))
 
 
 @pytest.fixture

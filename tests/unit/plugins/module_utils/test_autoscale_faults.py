@@ -71,6 +71,28 @@ def nothing_billable(sim):  # pylint: disable=redefined-outer-name
     return True
 
 
+def kill_while_provisioning(sim, path, *args):  # pylint: disable=redefined-outer-name
+    """Run the installed program with args in its own process and kill it (SIGKILL) once the cluster
+    network it creates is PROVISIONING; returns that cluster network's id. The program's waiter sleeps
+    in real time and the simulator's clock stands still, so the cluster network stays PROVISIONING."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, '.build', 'collections')]))
+    program = ('import sys; from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale; '
+               'sys.exit(_autoscale.main(sys.argv[1:]))')
+    proc = subprocess.Popen([sys.executable, '-c', program, '--config', path] + list(args), env=env,  # pylint: disable=consider-using-with
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not live(sim, 'cluster_networks') and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [c['lifecycleState'] for c in live(sim, 'cluster_networks')] == ['PROVISIONING'], proc.poll()
+    finally:
+        proc.kill()
+        output = proc.communicate(timeout=30)[0]
+    assert proc.returncode == -9, output
+    cn_id, = [c['id'] for c in live(sim, 'cluster_networks')]
+    return cn_id
+
+
 # (a) Out of host capacity ------------------------------------------------------------------------
 
 def test_out_of_host_capacity_hands_the_nodes_back_and_a_later_resume_succeeds(sim, tmp_path, config):
@@ -137,23 +159,7 @@ def test_resume_fail_of_some_nodes_keeps_the_cluster_network_for_the_others(sim,
 
 def test_resume_after_the_controller_died_mid_resume_adopts_the_cluster_network(sim, tmp_path, config):
     path = program_config(tmp_path, config, scontrol='true')
-    # The installed program in its own process. Its waiter sleeps in real time and the simulator's clock
-    # stands still, so the cluster network stays PROVISIONING until the process is killed.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, '.build', 'collections')]))
-    program = ('import sys; from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale; '
-               'sys.exit(_autoscale.main(sys.argv[1:]))')
-    proc = subprocess.Popen([sys.executable, '-c', program, '--config', path, 'resume', 'gpu-[1-2]'], env=env,  # pylint: disable=consider-using-with
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while not live(sim, 'cluster_networks') and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert [c['lifecycleState'] for c in live(sim, 'cluster_networks')] == ['PROVISIONING'], proc.poll()
-    finally:
-        proc.kill()
-        output = proc.communicate(timeout=30)[0]
-    assert proc.returncode == -9, output
-    cn_id, = [c['id'] for c in live(sim, 'cluster_networks')]
+    cn_id = kill_while_provisioning(sim, path, 'resume', 'gpu-[1-2]')
     logged(config, 'resume gpu-[1-2]: creating cluster network as-gpu-1-2 with 2 node(s) for gpu-[1-2]')
 
     # slurmctld, restarted, finds the nodes still powering up and resumes them again.

@@ -6,9 +6,6 @@ that leaves no node DOWN and nothing billable."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale
@@ -17,7 +14,7 @@ from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
 from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, config, gpu_instances, live, sim)
 from tests.unit.plugins.module_utils.test_autoscale_faults import (
-    ROOT, logged, nothing_billable, program_config)
+    kill_while_provisioning, logged, nothing_billable, program_config)
 
 
 def make(config, fake, **changes):  # pylint: disable=redefined-outer-name
@@ -175,23 +172,8 @@ def test_addresses_reach_slurmctld_after_it_restarts(sim, tmp_path, config):
 def test_service_killed_in_the_middle_of_a_resume_adopts_on_restart(sim, tmp_path, config):
     path = program_config(tmp_path, config, service=True, scontrol='true', squeue='true')
     assert _autoscale.main(['--config', path, 'resume', 'gpu-[1-2]']) == 0
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, '.build', 'collections')]))
-    program = ('import sys; from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale; '
-               'sys.exit(_autoscale.main(sys.argv[1:]))')
-    # The service in its own process; its waiter sleeps in real time and the simulator's clock stands
-    # still, so the cluster network stays PROVISIONING until the service is killed.
-    proc = subprocess.Popen([sys.executable, '-c', program, '--config', path, 'service'], env=env,  # pylint: disable=consider-using-with
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while not live(sim, 'cluster_networks') and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert [c['lifecycleState'] for c in live(sim, 'cluster_networks')] == ['PROVISIONING'], proc.poll()
-    finally:
-        proc.kill()
-        output = proc.communicate(timeout=30)[0]
-    assert proc.returncode == -9, output
-    cn_id, = [c['id'] for c in live(sim, 'cluster_networks')]
+    # The service in its own process, killed while the cluster network it creates is PROVISIONING.
+    cn_id = kill_while_provisioning(sim, path, 'service')
 
     fake = FakeSlurm(config['node_names'])
     fake.allocate(1, ['gpu-1', 'gpu-2'])
