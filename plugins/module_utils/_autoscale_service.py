@@ -126,9 +126,9 @@ class Slurm(object):
         self._read = read
         self._sleep = sleep
 
-    def command(self, argv):
-        """Run argv until it succeeds or retry_seconds pass; the last exit status."""
-        deadline = time.monotonic() + self.retry_seconds
+    def command(self, argv, retry=True):
+        """Run argv until it succeeds or retry_seconds pass (once with retry=False); the last exit status."""
+        deadline = time.monotonic() + (self.retry_seconds if retry else 0)
         delay = 1.0
         while True:
             status = self._run(argv)
@@ -383,9 +383,10 @@ class Service(object):
             return jobs
         jobs = self.state.update(take)
         for job_id in jobs:
-            status = self.slurm.command([self.slurm.scontrol, 'update', 'jobid=%s' % job_id, 'starttime=now'])
+            # Once: a job that has started meanwhile (its back-off ran out) is no longer pending.
+            status = self.slurm.command([self.slurm.scontrol, 'update', 'jobid=%s' % job_id, 'starttime=now'], retry=False)
             log.info('%s: hosts are free again: job %s %s', what, job_id,
-                     'may start now' if not status else 'could not be told (scontrol exited %s)' % status)
+                     'may start now' if not status else 'not moved (scontrol exited %s: started already, or gone)' % status)
         return jobs
 
     def _forget_attempts(self, job_ids):

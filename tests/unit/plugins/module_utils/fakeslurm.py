@@ -71,6 +71,8 @@ class FakeSlurm(object):
                 if 'comment' in args:
                     job['comment'] = args['comment']
                 if 'starttime' in args:
+                    if job['state'] != 'PENDING':
+                        return 1  # Slurm: "Job is no longer pending execution"
                     job['start_after'] = int(re.match(r'now(?:\+(\d+))?$', args['starttime']).group(1) or 0)
                 return 0
             names = expand_hostlist(args['nodename'])

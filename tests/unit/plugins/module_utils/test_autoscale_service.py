@@ -117,6 +117,26 @@ def test_capacity_shortfall_fails_only_the_job_that_does_not_fit_and_it_runs_whe
     assert nothing_billable(sim)
 
 
+def test_freed_hosts_do_not_retry_moving_a_job_that_started_meanwhile(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, scontrol_retry_seconds=60)
+    sim.capacity.set(SHAPE, 1)
+    fake.allocate(1, ['gpu-1'])
+    fake.allocate(2, ['gpu-2'])
+    service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=1, nodes='gpu-1'), dict(job_id=2, nodes='gpu-2')])
+    run_all(svc)
+    failed, = [j for j, v in fake.jobs.items() if v['state'] == 'PENDING']
+    ran = 'gpu-2' if failed == 1 else 'gpu-1'
+    fake.allocate(failed, ['gpu-3'])  # its back-off ran out and Slurm started it elsewhere
+    start = time.monotonic()
+    service.submit(conf, 'suspend', ran)
+    run_all(svc)
+    assert time.monotonic() - start < 30
+    assert [c for c in fake.commands if c[-1] == 'starttime=now'] == [
+        [conf['scontrol'], 'update', 'jobid=%d' % failed, 'starttime=now']]
+    logged(config, 'hosts are free again: job %d not moved (scontrol exited 1: started already, or gone)' % failed)
+
+
 def test_a_job_that_keeps_failing_is_held_with_the_reason(sim, tmp_path, config):
     fake = FakeSlurm(config['node_names'])
     conf, svc = make(config, fake, max_resume_attempts=3)
