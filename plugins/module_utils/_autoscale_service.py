@@ -47,7 +47,8 @@ import uuid
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
-    ResumeFailed, StateFile, _error_text, compress_hostlist, expand_hostlist, log)
+    ResumeFailed, StateFile, _error_text, compress_hostlist, expand_hostlist, log, scontrol_address_commands,
+    scontrol_fail_command)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError
 
@@ -139,15 +140,12 @@ class Slurm(object):
 
     def set_addresses(self, mapping):
         status = 0
-        for m in mapping:
-            status = self.command([self.scontrol, 'update', 'nodename=%s' % m['name'], 'nodeaddr=%s' % m['private_ip'],
-                                   'nodehostname=%s' % m['hostname']]) or status
+        for cmd in scontrol_address_commands(self.scontrol, mapping):
+            status = self.command(cmd) or status
         return status
 
     def power_down(self, hostlist, reason):
-        reason = re.sub(r'["\n]', ' ', reason)[:200]
-        return self.command([self.scontrol, 'update', 'nodename=%s' % hostlist, 'state=POWER_DOWN_FORCE',
-                             'reason=%s' % reason])
+        return self.command(scontrol_fail_command(self.scontrol, hostlist, reason))
 
     def return_to_service(self, hostlist):
         return self.command([self.scontrol, 'update', 'nodename=%s' % hostlist, 'state=RESUME'])
