@@ -42,18 +42,15 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.ocigpu.cluster.plugins.filter.enabled_items import is_enabled
 
 KINDS = ('paths', 'units', 'packages', 'users', 'sysctls', 'mounts')
-
-
-def _enabled(item):
-    return not isinstance(item, dict) or item.get('enabled', True) not in (False, 'false', 'False', 0)
 
 
 def _names(items, key, what):
     names = []
     for item in items or []:
-        if not _enabled(item):
+        if not is_enabled(item):
             continue
         if isinstance(item, dict):
             if key not in item:
