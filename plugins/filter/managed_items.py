@@ -14,9 +14,11 @@ description:
     items, and C(configure.yml) gives this filter's answer to M(ocigpu.cluster.role_records), which
     records them at the end of a run and compares them before a re-run skips the role.
   - Returns a dict with the lists C(paths), C(units), C(packages), C(users), C(sysctls) and C(mounts).
-    C(paths) holds the C(dest) of every item of C(files) and C(templates), the C(path) of every item of
-    C(folders) (a folder may also be given as its path alone), and the declaration's own C(paths) (what
-    the role changes in place, such as a block in C(/etc/hosts)).
+    C(paths) holds the C(dest) of every item of C(files) and C(templates) and the declaration's own
+    C(paths) (what the role changes in place, such as a block in C(/etc/hosts)).
+  - C(folders) are not recorded: the record of a folder covers every entry of its tree, and the roles'
+    folders hold what changes by itself (logs, spools) and other roles' files. A folder that must be
+    watched whole goes in C(paths).
   - Items with C(enabled) false are left out (the role neither writes nor removes them on this host).
     Items with C(state=absent) stay: the record sees that they are absent.
   - Keys the record does not observe (C(firewall_ports), C(handler), C(src), C(mode), ...) are ignored.
@@ -67,7 +69,6 @@ def managed_items(declaration):
     found = dict((kind, []) for kind in KINDS)
     found['paths'] = (_names(declaration.get('files'), 'dest', 'files')
                       + _names(declaration.get('templates'), 'dest', 'templates')
-                      + _names(declaration.get('folders'), 'path', 'folders')
                       + _names(declaration.get('paths'), 'path', 'paths'))
     for kind in KINDS[1:]:
         found[kind] = _names(declaration.get(kind), 'name', kind)
