@@ -36,6 +36,7 @@ RETIRED_PAGES_MAX = 64
 # XIDs that NVIDIA's XID catalog attributes to the application rather than the GPU: a job's fault.
 DEFAULT_IGNORE_XIDS = (13, 31, 43, 45)
 MISSING = ('', 'N/A', '[N/A]', '[Not Supported]', 'Not Supported', '[Unknown Error]')
+IB_SYSFS = '/sys/class/infiniband'
 
 
 def _value(text):
@@ -57,12 +58,12 @@ def parse_gpu_query(csv_text, fields=BASE_FIELDS):
     return gpus
 
 
-def parse_nvidia_smi(csv_text):
-    """The base query's rows as index, bus_id, name and ecc_uncorrected (None when ECC is off)."""
+def gpu_list(gpus):
+    """Rows of the base query as index, bus_id, name and ecc_uncorrected (None when ECC is off)."""
     return [dict(index=g['index'], bus_id=g['pci.bus_id'], name=g['name'],
                  ecc_uncorrected=g['ecc.errors.uncorrected.volatile.total']
                  if isinstance(g['ecc.errors.uncorrected.volatile.total'], int) else None)
-            for g in parse_gpu_query(csv_text)]
+            for g in gpus]
 
 
 def find_xids(kernel_log):
@@ -80,7 +81,7 @@ def read_text(path):
         return None
 
 
-def read_ib_ports(sysfs_root='/sys/class/infiniband'):
+def read_ib_ports(sysfs_root=IB_SYSFS):
     """{device: {port: {'state', 'phys_state', 'link_layer', 'rate'}}} read from sysfs."""
     ports = {}
     if not os.path.isdir(sysfs_root):
@@ -127,12 +128,13 @@ def _run(argv, timeout=60):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def query_gpus(nvidia_smi='nvidia-smi'):
-    """(gpus, fields, error): the base and optional fields when the driver knows them all, else the
-    base ones; gpus None with the error text when nvidia-smi does not answer."""
+def query_gpus(nvidia_smi='nvidia-smi', field_sets=(BASE_FIELDS + EXTRA_FIELDS, BASE_FIELDS), run=_run):
+    """(gpus, fields, error): the rows of the first of field_sets that the driver knows (by default the
+    base and optional fields, else the base ones); gpus None with the error text when nvidia-smi does
+    not answer. run(argv) -> (rc, stdout, stderr) runs nvidia-smi."""
     error = None
-    for fields in (BASE_FIELDS + EXTRA_FIELDS, BASE_FIELDS):
-        rc, out, err = _run([nvidia_smi, '--query-gpu=' + ','.join(fields), '--format=csv,noheader,nounits'])
+    for fields in field_sets:
+        rc, out, err = run([nvidia_smi, '--query-gpu=' + ','.join(fields), '--format=csv,noheader,nounits'])
         if rc == 0:
             return parse_gpu_query(out, fields), fields, None
         error = (err or out).strip().splitlines()[-1:] or ['exit %d' % rc]
@@ -149,7 +151,7 @@ def kernel_log():
     return None
 
 
-def gather(expect, nvidia_smi='nvidia-smi', sysfs_root='/sys/class/infiniband', mounts_file='/proc/mounts',
+def gather(expect, nvidia_smi='nvidia-smi', sysfs_root=IB_SYSFS, mounts_file='/proc/mounts',
            ip_command=('ip', '-j', 'addr', 'show'), log_reader=kernel_log):
     """Everything the checks of `expect` need, read from this node."""
     observed = {}

@@ -2,7 +2,8 @@
 # Copyright: ocigpu.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""What a GPU node knows of itself: instance metadata, NVMe disks, RDMA NICs, GPUs.
+"""What a GPU node knows of itself: instance metadata, NVMe disks, RDMA NICs, the primary interface.
+The RDMA devices and the GPUs are read by _observe.
 
 Every function reads the node through a root folder (``root='/'`` in production, a fake tree in
 unit tests) and runs commands through an injected ``run(argv) -> (rc, stdout, stderr)``, so the
@@ -14,6 +15,9 @@ from __future__ import annotations
 import json
 import os
 import re
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils._observe import (
+    listdir, natural_key, rdma_devices, read_file, under)
 
 IMDS_URL = 'http://169.254.169.254/opc/v2'
 IMDS_HEADERS = {'Authorization': 'Bearer Oracle'}
@@ -32,31 +36,6 @@ RDMA_AGENT_PATHS = (
 BOOT_MOUNTS = ('/', '/boot', '/boot/efi', '/usr', '/var')
 
 _NVME_DISK_RE = re.compile(r'^nvme\d+n\d+$')
-_PCI_RE = re.compile(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
-
-
-def natural_key(text):
-    """Sort key that orders nvme2n1 before nvme10n1 and mlx5_2 before mlx5_10."""
-    return [int(p) if p.isdigit() else p for p in re.split(r'(\d+)', text)]
-
-
-def _p(root, path):
-    return os.path.join(root, path.lstrip('/'))
-
-
-def _read(path, default=None):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except (IOError, OSError):
-        return default
-
-
-def _listdir(path):
-    try:
-        return sorted(os.listdir(path), key=natural_key)
-    except (IOError, OSError):
-        return []
 
 
 # ---------------------------------------------------------------- block devices
@@ -64,7 +43,7 @@ def _listdir(path):
 
 def _block_name_of_devnum(root, devnum):
     """Resolve 'MAJ:MIN' to the kernel block device name via /sys/dev/block."""
-    link = _p(root, '/sys/dev/block/%s' % devnum)
+    link = under(root, '/sys/dev/block/%s' % devnum)
     if not os.path.exists(link):
         return None
     return os.path.basename(os.path.realpath(link))
@@ -76,10 +55,10 @@ def _disks_behind(root, name, seen=None):
     if name in seen:
         return set()
     seen.add(name)
-    real = os.path.realpath(_p(root, '/sys/class/block/%s' % name))
+    real = os.path.realpath(under(root, '/sys/class/block/%s' % name))
     if os.path.exists(os.path.join(real, 'partition')):
         return _disks_behind(root, os.path.basename(os.path.dirname(real)), seen)
-    slaves = _listdir(os.path.join(real, 'slaves'))
+    slaves = listdir(os.path.join(real, 'slaves'))
     if slaves:
         found = set()
         for slave in slaves:
@@ -91,7 +70,7 @@ def _disks_behind(root, name, seen=None):
 def mounted_devices(root):
     """{mount point: kernel block device name} for mounts backed by a block device."""
     mounts = {}
-    text = _read(_p(root, '/proc/self/mountinfo'), '')
+    text = read_file(under(root, '/proc/self/mountinfo'), '')
     for line in text.splitlines():
         fields = line.split()
         if len(fields) < 5:
@@ -104,19 +83,19 @@ def mounted_devices(root):
 
 def swap_devices(root):
     names = []
-    text = _read(_p(root, '/proc/swaps'), '')
+    text = read_file(under(root, '/proc/swaps'), '')
     for line in text.splitlines()[1:]:
         dev = line.split()[0] if line.split() else ''
         if dev.startswith('/dev/'):
-            names.append(os.path.basename(os.path.realpath(_p(root, dev))))
+            names.append(os.path.basename(os.path.realpath(under(root, dev))))
     return names
 
 
 def by_id_paths(root):
     """{kernel name: [/dev/disk/by-id/... links]} (the real paths, even for a fake root)."""
     links = {}
-    folder = _p(root, '/dev/disk/by-id')
-    for entry in _listdir(folder):
+    folder = under(root, '/dev/disk/by-id')
+    for entry in listdir(folder):
         target = os.path.basename(os.path.realpath(os.path.join(folder, entry)))
         links.setdefault(target, []).append('/dev/disk/by-id/' + entry)
     return links
@@ -201,16 +180,16 @@ def detect_nvme(root='/', run=None):
     links = by_id_paths(root)
     pvs = lvm_pv_map(run) if run else None
     disks = []
-    for name in _listdir(_p(root, '/sys/block')):
+    for name in listdir(under(root, '/sys/block')):
         if not _NVME_DISK_RE.match(name) or name in boot:
             continue
-        sys_dir = _p(root, '/sys/block/%s' % name)
-        size = int(_read(os.path.join(sys_dir, 'size'), '0') or 0) * 512
+        sys_dir = under(root, '/sys/block/%s' % name)
+        size = int(read_file(os.path.join(sys_dir, 'size'), '0') or 0) * 512
         if size == 0:
             continue  # an NVMe namespace without media (detached, or not yet ready)
-        partitions = [e for e in _listdir(sys_dir)
+        partitions = [e for e in listdir(sys_dir)
                       if e.startswith(name) and os.path.exists(os.path.join(sys_dir, e, 'partition'))]
-        holders = _listdir(os.path.join(sys_dir, 'holders'))
+        holders = listdir(os.path.join(sys_dir, 'holders'))
         path = '/dev/' + name
         signatures = probe_signatures(run, path) if run else []
         disk = {
@@ -218,8 +197,8 @@ def detect_nvme(root='/', run=None):
             'path': path,
             'by_id': stable_path(name, links),
             'size_bytes': size,
-            'model': _read(os.path.join(sys_dir, 'device', 'model'), ''),
-            'serial': _read(os.path.join(sys_dir, 'device', 'serial'), ''),
+            'model': read_file(os.path.join(sys_dir, 'device', 'model'), ''),
+            'serial': read_file(os.path.join(sys_dir, 'device', 'serial'), ''),
             'signatures': signatures,
             'partitions': partitions,
             'holders': holders,
@@ -235,62 +214,8 @@ def detect_nvme(root='/', run=None):
 # ---------------------------------------------------------------- RDMA
 
 
-def _rdma_netdev(dev_dir):
-    nets = _listdir(os.path.join(dev_dir, 'device', 'net'))
-    if nets:
-        return nets[0]
-    parent = _read(os.path.join(dev_dir, 'parent'))  # soft-RoCE (rxe) and siw devices
-    if parent:
-        return parent
-    for port in _listdir(os.path.join(dev_dir, 'ports')):
-        ndev = _read(os.path.join(dev_dir, 'ports', port, 'gid_attrs', 'ndevs', '0'))
-        if ndev:
-            return ndev
-    return None
-
-
-def detect_rdma_devices(root='/'):
-    """RDMA devices from /sys/class/infiniband, in PCI order (virtual devices last, by name)."""
-    devices = []
-    base = _p(root, '/sys/class/infiniband')
-    for name in _listdir(base):
-        dev_dir = os.path.join(base, name)
-        pci = None
-        pci_id = None
-        driver = None
-        device_link = os.path.join(dev_dir, 'device')
-        if os.path.exists(device_link):
-            real = os.path.basename(os.path.realpath(device_link))
-            if _PCI_RE.match(real):
-                pci = real
-            vendor = _read(os.path.join(device_link, 'vendor'))
-            product = _read(os.path.join(device_link, 'device'))
-            if vendor and product:
-                pci_id = '%s:%s' % (vendor.replace('0x', ''), product.replace('0x', ''))
-            drv = os.path.join(device_link, 'driver')
-            if os.path.exists(drv):
-                driver = os.path.basename(os.path.realpath(drv))
-        ports = _listdir(os.path.join(dev_dir, 'ports'))
-        state = None
-        link_layer = None
-        if ports:
-            state = (_read(os.path.join(dev_dir, 'ports', ports[0], 'state'), '') or '').split(':')[-1].strip() or None
-            link_layer = _read(os.path.join(dev_dir, 'ports', ports[0], 'link_layer'))
-        devices.append({
-            'name': name,
-            'netdev': _rdma_netdev(dev_dir),
-            'pci': pci,
-            'pci_id': pci_id,
-            'driver': driver,
-            'port_state': state,
-            'link_layer': link_layer,
-        })
-    devices.sort(key=lambda d: (d['pci'] is None, d['pci'] or '', natural_key(d['name'])))
-    return devices
-
-
 def rdma_agent(root='/', paths=RDMA_AGENT_PATHS):
-    evidence = [p for p in paths if os.path.exists(_p(root, p))]
+    evidence = [p for p in paths if os.path.exists(under(root, p))]
     return {'present': bool(evidence), 'evidence': evidence}
 
 
@@ -302,7 +227,7 @@ def rdma_facts(root='/', shape_facts=None, agent_paths=RDMA_AGENT_PATHS):
     interface names are used where such netdevs exist (source 'shape'); else none.
     """
     shape_facts = shape_facts or {}
-    devices = detect_rdma_devices(root)
+    devices = rdma_devices(root)
     expected = list(shape_facts.get('rdma_interfaces') or [])
     detected = [d['netdev'] for d in devices if d['netdev']]
     if detected:
@@ -310,49 +235,18 @@ def rdma_facts(root='/', shape_facts=None, agent_paths=RDMA_AGENT_PATHS):
         in_shape = [n for n in expected if n in detected]
         interfaces = in_shape + [n for n in detected if n not in in_shape]
     else:
-        present = [n for n in expected if os.path.exists(_p(root, '/sys/class/net/%s' % n))]
+        present = [n for n in expected if os.path.exists(under(root, '/sys/class/net/%s' % n))]
         source = 'shape' if present else 'none'
         interfaces = present
     return {'source': source, 'devices': devices, 'interfaces': interfaces,
             'expected': expected, 'agent': rdma_agent(root, agent_paths)}
 
 
-# ---------------------------------------------------------------- GPUs
-
-
-def detect_gpus(root='/', run=None, nvidia_smi=None):
-    """GPUs via nvidia-smi when present, else NVIDIA display controllers counted in sysfs."""
-    if run and nvidia_smi:
-        rc, out, err = run([nvidia_smi, '--query-gpu=index,name,uuid,pci.bus_id,memory.total',
-                            '--format=csv,noheader,nounits'])
-        if rc == 0:
-            gpus = []
-            for line in out.splitlines():
-                parts = [p.strip() for p in line.split(',')]
-                if len(parts) < 5:
-                    continue
-                gpus.append({'index': int(parts[0]), 'name': parts[1], 'uuid': parts[2],
-                             'pci_bus_id': parts[3].lower(),
-                             'memory_mib': int(parts[4]) if parts[4].isdigit() else None})
-            return {'source': 'detected', 'method': 'nvidia-smi', 'count': len(gpus),
-                    'model': gpus[0]['name'] if gpus else None, 'list': gpus}
-    gpus = []
-    base = _p(root, '/sys/bus/pci/devices')
-    for addr in _listdir(base):
-        vendor = _read(os.path.join(base, addr, 'vendor'))
-        klass = _read(os.path.join(base, addr, 'class'), '')
-        if vendor == '0x10de' and klass.startswith(('0x0300', '0x0302')):
-            gpus.append({'index': len(gpus), 'name': None, 'uuid': None, 'pci_bus_id': addr,
-                         'memory_mib': None})
-    return {'source': 'detected' if gpus else 'none', 'method': 'sysfs', 'count': len(gpus),
-            'model': None, 'list': gpus}
-
-
 # ---------------------------------------------------------------- primary interface
 
 
 def default_route_interface(root='/'):
-    text = _read(_p(root, '/proc/net/route'), '')
+    text = read_file(under(root, '/proc/net/route'), '')
     for line in text.splitlines()[1:]:
         fields = line.split()
         if len(fields) > 2 and fields[1] == '00000000':
@@ -362,8 +256,8 @@ def default_route_interface(root='/'):
 
 def interface_by_mac(root, mac):
     mac = (mac or '').lower()
-    for name in _listdir(_p(root, '/sys/class/net')):
-        if (_read(_p(root, '/sys/class/net/%s/address' % name), '') or '').lower() == mac:
+    for name in listdir(under(root, '/sys/class/net')):
+        if (read_file(under(root, '/sys/class/net/%s/address' % name), '') or '').lower() == mac:
             return name
     return None
 
@@ -428,5 +322,5 @@ def primary_facts(root='/', run=None, vnics=None):
                 'prefixlen': None, 'mac': None, 'vnic_id': None, 'gateway': None}
     return {'source': 'detected', 'interface': interface, 'ip': ip,
             'subnet_cidr': network_of(ip, prefixlen), 'prefixlen': prefixlen,
-            'mac': _read(_p(root, '/sys/class/net/%s/address' % interface)),
+            'mac': read_file(under(root, '/sys/class/net/%s/address' % interface)),
             'vnic_id': None, 'gateway': None}

@@ -6,7 +6,8 @@ whether anything it manages changed since (the role_records module; docs/rerun.m
 
 A record holds the role's fingerprint (its inputs, computed on the controller) and an observation of
 the items the role declares (__<role>_record): files and folders, systemd units, packages, accounts,
-kernel settings and mounts. observe() reads them; differences() compares two observations.
+kernel settings and mounts. observe() reads them (units and packages through _observe); differences()
+compares two observations.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import hashlib
 import os
 import pwd
 import stat
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _observe
 
 KINDS = ('paths', 'units', 'packages', 'users', 'sysctls', 'mounts')
 # At most this many names in one reason; the rest are counted.
@@ -59,60 +62,6 @@ def observe_paths(paths):
                 full = os.path.join(top, name)
                 seen[full] = _entry(full)
     return seen
-
-
-def parse_systemctl_show(text):
-    """`systemctl show -p Id,ActiveState,UnitFileState` output: {unit: 'active_state/unit_file_state'}."""
-    units, current = {}, {}
-    for line in text.splitlines() + ['']:
-        if not line.strip():
-            if current.get('Id'):
-                units[current['Id']] = '%s/%s' % (current.get('ActiveState', ''), current.get('UnitFileState', ''))
-            current = {}
-            continue
-        key, _sep, value = line.partition('=')
-        current[key] = value
-    return units
-
-
-def observe_units(module, units):
-    if not units:
-        return {}
-    systemctl = module.get_bin_path('systemctl')
-    if not systemctl:
-        return dict((unit, 'no systemctl') for unit in units)
-    rc, out, err = module.run_command([systemctl, 'show', '-p', 'Id,ActiveState,UnitFileState', '--'] + list(units))
-    if rc != 0:
-        module.fail_json(msg='systemctl show failed: %s' % (err.strip() or out.strip()))
-    shown = parse_systemctl_show(out)
-    # systemctl shows the unit by its Id; a unit named without its suffix is a service.
-    return dict((unit, shown.get(unit, shown.get(unit + '.service', 'not-found'))) for unit in units)
-
-
-def parse_dpkg_query(text):
-    """`dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'`: {package: version} of installed ones."""
-    found = {}
-    for line in text.splitlines():
-        fields = line.split('\t')
-        if len(fields) == 3 and fields[2].strip().startswith('ii'):
-            found[fields[0].split(':')[0]] = fields[1]
-    return found
-
-
-def observe_packages(module, packages):
-    if not packages:
-        return {}
-    dpkg_query, rpm = module.get_bin_path('dpkg-query'), module.get_bin_path('rpm')
-    found = {}
-    if dpkg_query:
-        # Exit status 1 when a name is not installed: the others are still printed.
-        _rc, out, _err = module.run_command([dpkg_query, '-W', '-f', '${Package}\t${Version}\t${db:Status-Abbrev}\n', '--']
-                                            + list(packages))
-        found = parse_dpkg_query(out)
-    elif rpm:
-        _rc, out, _err = module.run_command([rpm, '-q', '--qf', '%{NAME}\t%{VERSION}-%{RELEASE}\tii\n'] + list(packages))
-        found = parse_dpkg_query(out)
-    return dict((name, found.get(name)) for name in packages)
 
 
 def observe_users(users):
@@ -185,8 +134,8 @@ def observe(module, items):
     """What the node has now for the declared items (see declared())."""
     return {
         'paths': observe_paths(items.get('paths', [])),
-        'units': observe_units(module, items.get('units', [])),
-        'packages': observe_packages(module, items.get('packages', [])),
+        'units': _observe.unit_states(module, items.get('units', [])),
+        'packages': _observe.package_versions(module, items.get('packages', [])),
         'users': observe_users(items.get('users', [])),
         'sysctls': observe_sysctls(items.get('sysctls', [])),
         'mounts': observe_mounts(items.get('mounts', [])),

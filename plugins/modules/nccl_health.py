@@ -86,8 +86,8 @@ gpus:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._health import (
-    BASE_FIELDS, find_xids, parse_gpu_query, parse_nvidia_smi, read_ib_ports)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._health import BASE_FIELDS, IB_SYSFS, find_xids, gpu_list
+from ansible_collections.ocigpu.cluster.plugins.module_utils._observe import query_gpus, read_ib_ports
 from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import evaluate_health
 
 
@@ -110,7 +110,7 @@ def main():
             check_xid=dict(type='bool', default=True),
             expected_hcas=dict(type='list', elements='str'),
             scratch_path=dict(type='str', default=''),
-            sysfs_root=dict(type='path', default='/sys/class/infiniband'),
+            sysfs_root=dict(type='path', default=IB_SYSFS),
             nvidia_smi=dict(type='str', default='nvidia-smi'),
         ),
         supports_check_mode=True,
@@ -121,11 +121,8 @@ def main():
     if p['expected_gpus'] is not None:
         smi = module.get_bin_path(p['nvidia_smi']) if '/' not in p['nvidia_smi'] else p['nvidia_smi']
         if smi:
-            rc, out, err = module.run_command([
-                smi, '--query-gpu=' + ','.join(BASE_FIELDS), '--format=csv,noheader,nounits'])
-            if rc == 0:
-                gpus = parse_gpu_query(out)
-                listed = parse_nvidia_smi(out)
+            gpus = query_gpus(smi, (BASE_FIELDS,), module.run_command)[0]
+            listed = gpu_list(gpus or [])
     xids = None
     log_readable = True
     if p['check_xid']:

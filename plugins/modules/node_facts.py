@@ -185,7 +185,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _node
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _node, _observe
 from ansible_collections.ocigpu.cluster.plugins.module_utils._shapes import get_shape
 
 
@@ -251,22 +251,8 @@ def gather(module):
         'primary': _node.primary_facts(root, run, vnics),
         'nvme': nvme,
         'rdma': _node.rdma_facts(root, shape_facts, params['rdma_agent_paths']),
-        'gpus': _node.detect_gpus(root, run, module.get_bin_path('nvidia-smi')),
+        'gpus': _observe.gpus(root, run, module.get_bin_path('nvidia-smi')),
     }
-
-
-def _dpkg_installed(text):
-    """Names of the packages that dpkg's status file says are installed."""
-    names = set()
-    for stanza in text.split('\n\n'):
-        fields = {}
-        for line in stanza.splitlines():
-            if line[:1] not in (' ', '\t') and ':' in line:
-                key, value = line.split(':', 1)
-                fields[key] = value.strip()
-        if fields.get('Package') and fields.get('Status', '').endswith(' installed'):
-            names.add(fields['Package'])
-    return sorted(names)
 
 
 def timezone(root):
@@ -277,20 +263,6 @@ def timezone(root):
         return None
     head, sep, zone = target.partition('zoneinfo/')
     return zone if sep and zone else None
-
-
-def installed_packages(module, root):
-    """The installed packages by dpkg's status file, else rpm; None when neither is there."""
-    try:
-        with open(os.path.join(root, 'var/lib/dpkg/status'), encoding='utf-8', errors='replace') as handle:
-            return _dpkg_installed(handle.read())
-    except FileNotFoundError:
-        pass
-    rpm = module.get_bin_path('rpm')
-    if rpm is None:
-        return None
-    rc, out, dummy = module.run_command([rpm, '-qa', '--qf', '%{NAME}\\n'])
-    return sorted(set(out.split())) if rc == 0 else None
 
 
 def main():
@@ -309,7 +281,7 @@ def main():
     facts = gather(module)
     result = {'changed': False, 'ansible_facts': {'ocigpu_node': facts}, 'timezone': timezone(module.params['root'])}
     if module.params['installed_packages']:
-        result['installed_packages'] = installed_packages(module, module.params['root'])
+        result['installed_packages'] = _observe.installed_package_names(module, module.params['root'])
     module.exit_json(**result)
 
 

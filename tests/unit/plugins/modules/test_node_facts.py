@@ -9,7 +9,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _node
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _node, _observe
 from ansible_collections.ocigpu.cluster.plugins.modules import node_facts
 
 GPU4_RDMA = ['enp%ds0f%d' % (b, f) for b in (12, 22, 72, 76, 138, 148, 195, 209) for f in (0, 1)]
@@ -268,13 +268,13 @@ def test_rdma_agent_is_detected(tree):
 
 def test_gpus_from_nvidia_smi_and_sysfs(tree):
     smi = '0, NVIDIA A100-SXM4-40GB, GPU-aaa, 00000000:0F:00.0, 40960\n1, NVIDIA A100-SXM4-40GB, GPU-bbb, 00000000:15:00.0, 40960\n'
-    facts = _node.detect_gpus(tree.root, fake_run(smi=smi), '/usr/bin/nvidia-smi')
+    facts = _observe.gpus(tree.root, fake_run(smi=smi), '/usr/bin/nvidia-smi')
     assert facts['count'] == 2 and facts['model'] == 'NVIDIA A100-SXM4-40GB' and facts['list'][1]['memory_mib'] == 40960
     for addr in ('0000:0f:00.0', '0000:15:00.0'):
         _write(tree.p('/sys/bus/pci/devices/%s/vendor' % addr), '0x10de\n')
         _write(tree.p('/sys/bus/pci/devices/%s/class' % addr), '0x030200\n')
     _write(tree.p('/sys/bus/pci/devices/0000:00:01.0/vendor'), '0x8086\n')
-    facts = _node.detect_gpus(tree.root, fake_run(), None)
+    facts = _observe.gpus(tree.root, fake_run(), None)
     assert facts['count'] == 2 and facts['method'] == 'sysfs' and facts['source'] == 'detected'
 
 
@@ -383,7 +383,6 @@ def test_module_finds_sbin_tools_and_survives_a_missing_one(tree, monkeypatch, c
 
 def test_installed_packages_come_from_dpkg_status():
     """Only packages whose status ends in 'installed' count; removed ones keep only their config files."""
-    from ansible_collections.ocigpu.cluster.plugins.modules import node_facts
     status = (
         'Package: munge\nStatus: install ok installed\nDescription: auth\n continued: not a key\n\n'
         'Package: slurm-wlm\nStatus: install ok installed\n\n'
@@ -391,7 +390,7 @@ def test_installed_packages_come_from_dpkg_status():
         'Package: half\nStatus: install reinstreq half-installed\n\n'
         'Package: bash\nStatus: install ok installed\n'
     )
-    assert node_facts._dpkg_installed(status) == ['bash', 'munge', 'slurm-wlm']
+    assert _observe.parse_dpkg_status(status) == ['bash', 'munge', 'slurm-wlm']
 
 
 def test_installed_packages_option_reads_the_tree_and_is_not_a_fact(tmp_path, capsys):

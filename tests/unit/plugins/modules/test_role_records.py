@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.ocigpu.cluster.plugins.action import role_records as action
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _records
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _observe, _records
 from ansible_collections.ocigpu.cluster.plugins.modules import role_records
 
 from tests.unit.plugins.modules._helpers import run_module
@@ -123,12 +123,12 @@ def test_bad_input_is_refused_before_anything_is_written(node, capsys, roles, pr
 
 
 def test_parsers():
-    assert _records.parse_dpkg_query('munge\t0.5.15-2\tii \nslurm-wlm\t23.11\trc \nlibc6:amd64\t2.36\tii \n') == \
+    assert _observe.parse_dpkg_query('munge\t0.5.15-2\tii \nslurm-wlm\t23.11\trc \nlibc6:amd64\t2.36\tii \n') == \
         {'munge': '0.5.15-2', 'libc6': '2.36'}
     mountinfo = ('22 1 259:2 / / rw,relatime - ext4 /dev/nvme0n1p1 rw\n'
                  '90 22 253:0 / /mnt/local\\040disk rw - xfs /dev/mapper/vg-lv rw\n')
     assert _records.parse_mountinfo(mountinfo) == {'/': '/dev/nvme0n1p1 ext4', '/mnt/local disk': '/dev/mapper/vg-lv xfs'}
-    assert _records.parse_systemctl_show('Id=a.service\nActiveState=active\nUnitFileState=enabled\n\n'
+    assert _observe.parse_systemctl_show('Id=a.service\nActiveState=active\nUnitFileState=enabled\n\n'
                                          'Id=b.timer\nActiveState=inactive\nUnitFileState=disabled') == \
         {'a.service': 'active/enabled', 'b.timer': 'inactive/disabled'}
 
