@@ -14,8 +14,10 @@ description:
     items, and C(configure.yml) gives this filter's answer to M(ocigpu.cluster.role_records), which
     records them at the end of a run and compares them before a re-run skips the role.
   - Returns a dict with the lists C(paths), C(units), C(packages), C(users), C(sysctls) and C(mounts).
-    C(paths) holds the C(dest) of every item of C(files) and C(templates) and the declaration's own
-    C(paths) (what the role changes in place, such as a block in C(/etc/hosts)).
+    C(paths) holds the C(dest) of every item of C(files) and C(templates) (and of lists named
+    C(<group>_files) or C(<group>_templates), which a role uses where groups of files notify different
+    handlers) and the declaration's own C(paths) (what the role changes in place, such as a block in
+    C(/etc/hosts)). C(units) likewise takes C(<group>_units) too.
   - C(folders) are not recorded: the record of a folder covers every entry of its tree, and the roles'
     folders hold what changes by itself (logs, spools) and other roles' files. A folder that must be
     watched whole goes in C(paths).
@@ -67,10 +69,13 @@ def managed_items(declaration):
     if not isinstance(declaration, dict):
         raise AnsibleFilterError('managed_items expects a dict (__<role>_manages), got %s' % type(declaration).__name__)
     found = dict((kind, []) for kind in KINDS)
-    found['paths'] = (_names(declaration.get('files'), 'dest', 'files')
-                      + _names(declaration.get('templates'), 'dest', 'templates')
-                      + _names(declaration.get('paths'), 'path', 'paths'))
-    for kind in KINDS[1:]:
+    for key in sorted(declaration):
+        if key in ('files', 'templates') or key.endswith(('_files', '_templates')):
+            found['paths'].extend(_names(declaration[key], 'dest', key))
+        elif key == 'units' or key.endswith('_units'):
+            found['units'].extend(_names(declaration[key], 'name', key))
+    found['paths'].extend(_names(declaration.get('paths'), 'path', 'paths'))
+    for kind in KINDS[2:]:
         found[kind] = _names(declaration.get(kind), 'name', kind)
     for kind in KINDS:
         seen = set()

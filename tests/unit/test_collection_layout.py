@@ -101,26 +101,37 @@ def _configure_play():
     return next(p for p in plays if p.get("name") == "Configure the cluster's hosts")
 
 
-def test_every_role_of_configure_is_skipped_only_through_its_record():
-    """configure.yml skips a role when role_records finds it current: each role of the play is in
-    _ocigpu_role_applies, runs only when it is in _ocigpu_roles_run, and declares what it manages
-    (__<role>_record in its vars/main.yml; docs/rerun.md)."""
+def test_every_role_of_configure_is_included_from_data_and_declares_what_it_manages():
+    """configure.yml runs its roles from one table: the play's only task includes, in the order of
+    _ocigpu_role_applies, the roles that run, each only where it is in _ocigpu_roles_run; each role
+    has its own tag and declares what it manages (__<role>_manages in its vars/main.yml), which the
+    tasks read and role_records records (docs/rerun.md, docs/adding-a-role.md)."""
     play = _configure_play()
     applies = play["vars"]["_ocigpu_role_applies"]
-    assert "roles" not in play, "the roles are imported in tasks (rolespec_validate: false), not listed under roles"
-    imports = [task for task in play["tasks"] if "ansible.builtin.import_role" in task]
-    assert len(imports) == len(play["tasks"]), "the play's tasks are the role imports only"
-    names = [task["ansible.builtin.import_role"]["name"].rpartition(".")[2] for task in imports]
-    assert sorted(names) == sorted(applies), "the role imports and _ocigpu_role_applies differ"
-    for task, name in zip(imports, names):
-        assert task.get("when") == f"'{name}' in _ocigpu_roles_run", f"{name}: when must test _ocigpu_roles_run"
-        assert task.get("tags") == [name], f"{name}: its tag must be its name"
-        # Ansible's per-role check is tagged always: the play checks the roles that run, in one task.
-        assert task["ansible.builtin.import_role"].get("rolespec_validate") is False, f"{name}: rolespec_validate"
-        record = _load(ROOT / "roles" / name / "vars" / "main.yml").get(f"__{name}_record")
-        assert isinstance(record, dict) and record, f"roles/{name}/vars/main.yml declares no __{name}_record"
-        unknown = set(record) - {"paths", "units", "packages", "users", "sysctls", "mounts"}
-        assert not unknown, f"__{name}_record: unknown kinds {sorted(unknown)}"
+    assert "roles" not in play, "the roles are included in tasks (rolespec_validate: false), not listed under roles"
+    assert len(play["tasks"]) == 1, "the play's tasks are one include of the roles"
+    task = play["tasks"][0]
+    include = task["ansible.builtin.include_role"]
+    assert include["name"] == "ocigpu.cluster.{{ __ocigpu_role }}"
+    assert include.get("rolespec_validate") is False and include.get("public") is True
+    assert include["apply"] == {"when": "__ocigpu_role in _ocigpu_roles_run"}
+    assert task["loop_control"]["loop_var"] == "__ocigpu_role"
+    assert "_ocigpu_role_applies.keys()" in task["loop"], "the roles run in the order of _ocigpu_role_applies"
+    assert task["tags"] == "always"
+    roles_dir = ROOT / "roles"
+    assert sorted(applies) == sorted(p.name for p in roles_dir.iterdir() if (p / "tasks" / "main.yml").exists() and p.name != "nccl_tests"), \
+        "every role but nccl_tests (validate.yml) is in _ocigpu_role_applies"
+    for name in applies:
+        role_vars = _load(roles_dir / name / "vars" / "main.yml")
+        assert f"__{name}_record" not in role_vars, f"{name}: __{name}_record is now __{name}_manages"
+        manages = role_vars.get(f"__{name}_manages")
+        assert isinstance(manages, dict) and manages, f"roles/{name}/vars/main.yml declares no __{name}_manages"
+        tasks_text = "".join(p.read_text() for p in (roles_dir / name / "tasks").glob("*.yml"))
+        assert f"__{name}_manages" in tasks_text, f"{name}: its tasks do not read __{name}_manages"
+        # Each role's tasks carry its name as a tag, so --tags <role> selects them.
+        main = _load(roles_dir / name / "tasks" / "main.yml")
+        untagged = [t.get("name") for t in main if name not in (t.get("tags") or [])]
+        assert not untagged, f"roles/{name}/tasks/main.yml: tasks without the tag {name}: {untagged}"
     checks = [task for task in play["pre_tasks"] if "ansible.builtin.validate_argument_spec" in task]
     assert len(checks) == 1 and checks[0]["loop"] == "{{ _ocigpu_roles_run }}", "one argument check for the roles that run"
     assert checks[0]["tags"] == "always"
