@@ -16,6 +16,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.ocigpu.cluster.plugins.filter.managed_items import managed_items
 from tests.unit.roles._trust import trust
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -46,6 +47,11 @@ def templar(host_facts, check_mode=False, **overrides):
 
 def render(t, expression):
     return t.template(trust_as_template('{{ ' + expression + ' }}'))
+
+
+def record(t):
+    """What configure.yml records for the role: its declaration through the managed_items filter."""
+    return managed_items(render(t, '__common_manages'))
 
 
 def true(t, condition):
@@ -109,15 +115,15 @@ def test_a_site_can_ask_for_epel_alone():
 def test_a_site_with_its_own_mirrors_opts_out(overrides):
     t = templar(OL9, **overrides)
     assert not imported(t)
-    record = render(t, '__common_record')
-    assert record['packages'] == ['sudo', 'tzdata']
-    assert not [p for p in record['paths'] if p.startswith('/etc/yum.repos.d/')]
+    recorded = record(t)
+    assert recorded['packages'] == ['sudo', 'tzdata']
+    assert not [p for p in recorded['paths'] if p.startswith('/etc/yum.repos.d/')]
 
 
 def test_debian_hosts_do_not_import_the_tasks():
     t = templar(facts('Debian', 13, os_family='Debian'))
     assert not imported(t)
-    assert render(t, '__common_record')['packages'] == ['sudo', 'tzdata']
+    assert record(t)['packages'] == ['sudo', 'tzdata']
 
 
 @pytest.mark.parametrize('host', [facts('RedHat', 9), facts('Rocky', 9), facts('AlmaLinux', 8),
@@ -136,7 +142,7 @@ def test_el_hosts_whose_repositories_the_role_does_not_know_stop_with_a_message(
 def test_the_repositories_are_enabled_before_any_package_is_installed():
     tasks = _load(ROLE / 'tasks' / 'main.yml')
     first_install = next(i for i, task in enumerate(tasks)
-                         if {'ansible.builtin.package', 'ansible.builtin.dnf', 'ocigpu.cluster.package_lists'} & set(task))
+                         if {'ansible.builtin.package', 'ansible.builtin.apt', 'ansible.builtin.dnf', 'ocigpu.cluster.package_lists'} & set(task))
     assert tasks.index(import_task()) < first_install
     names = [next(iter(set(task) & {'ansible.builtin.fail', 'ansible.builtin.dnf', 'community.general.dnf_config_manager'}))
              for task in el_tasks()]
@@ -156,10 +162,10 @@ def test_check_mode_on_a_fresh_host_does_not_ask_dnf_about_repositories_not_yet_
 
 @pytest.mark.parametrize('host, major', [(OL8, 8), (OL9, 9)], ids=['OL8', 'OL9'])
 def test_the_record_holds_the_release_packages_and_the_repository_files(host, major):
-    record = render(templar(host), '__common_record')
-    assert record['packages'] == ['sudo', 'tzdata', 'dnf-plugins-core',
+    recorded = record(templar(host))
+    assert recorded['packages'] == ['sudo', 'tzdata', 'dnf-plugins-core',
                                   'oracle-epel-release-el%d' % major, 'oraclelinux-release-el%d' % major]
-    assert [p for p in record['paths'] if p.startswith('/etc/yum.repos.d/')] == [
+    assert [p for p in recorded['paths'] if p.startswith('/etc/yum.repos.d/')] == [
         '/etc/yum.repos.d/oracle-epel-ol%d.repo' % major, '/etc/yum.repos.d/oracle-linux-ol%d.repo' % major]
 
 
