@@ -28,6 +28,8 @@ nodes (``gpu-[1-4,7]``):
 Which Slurm names a cluster network carries is recorded on OCI itself, in the freeform tag
 ``ocigpu-slurm-nodes`` (a compressed hostlist), next to ``ocigpu-cluster``; the only local state
 is the set of released names of cluster networks that are still partly in use.
+
+Hostlist syntax is _hostlist's; the programs' command line (main) is _autoscale_cli's.
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ import json
 import logging
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import ClusterOps
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     CLUSTER_TAG, InputError, attr, cluster_tags, is_live)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError, WaitFailed, Waiter
@@ -83,109 +85,7 @@ REQUIRED = ('cluster_name', 'compartment_id', 'availability_domain', 'subnet_id'
 log = logging.getLogger('ocigpu.autoscaler')
 
 
-# Hostlists ---------------------------------------------------------------------------------------
-
-def _split_top(expr):
-    """Split on commas that are outside brackets."""
-    parts, depth, cur = [], 0, ''
-    for ch in expr:
-        if ch == '[':
-            depth += 1
-        elif ch == ']':
-            depth -= 1
-            if depth < 0:
-                raise InputError('hostlist: unbalanced "]" in %r' % expr)
-        if ch == ',' and depth == 0:
-            parts.append(cur)
-            cur = ''
-        else:
-            cur += ch
-    if depth != 0:
-        raise InputError('hostlist: unbalanced "[" in %r' % expr)
-    parts.append(cur)
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _expand_one(name):
-    m = re.match(r'^([^\[]*)\[([^\]]*)\](.*)$', name)
-    if not m:
-        if not re.match(r'^[A-Za-z0-9._-]+$', name):
-            raise InputError('hostlist: %r is not a node name' % name)
-        return [name]
-    prefix, ranges, rest = m.groups()
-    out = []
-    for item in ranges.split(','):
-        item = item.strip()
-        rm = re.match(r'^(\d+)(?:-(\d+))?$', item)
-        if not rm:
-            raise InputError('hostlist: %r in %r is not a number or a range' % (item, name))
-        lo, hi = rm.group(1), rm.group(2) or rm.group(1)
-        if int(hi) < int(lo):
-            raise InputError('hostlist: range %s is backwards in %r' % (item, name))
-        width = len(lo) if lo.startswith('0') and len(lo) > 1 else 0
-        tails = _expand_one(rest) if rest else ['']
-        for n in range(int(lo), int(hi) + 1):
-            out.extend(prefix + str(n).zfill(width) + tail for tail in tails)
-    return out
-
-
-def expand_hostlist(expr):
-    """Slurm hostlist -> node names in order, duplicates removed: 'gpu-[1-3,7],cpu-1'."""
-    seen, names = set(), []
-    for part in _split_top(expr or ''):
-        for name in _expand_one(part):
-            if name not in seen:
-                seen.add(name)
-                names.append(name)
-    return names
-
-
-def _natural(name):
-    m = re.match(r'^(.*?)(\d+)$', name)
-    return (m.group(1), int(m.group(2)), name) if m else (name, -1, name)
-
-
-def compress_hostlist(names):
-    """Node names -> the shortest simple hostlist: ['gpu-1','gpu-2','gpu-3','gpu-7'] -> 'gpu-[1-3,7]'."""
-    groups, order, plain = {}, [], []
-    for name in sorted(set(names), key=_natural):
-        m = re.match(r'^(.*?)(\d+)$', name)
-        if not m:
-            plain.append(name)
-            continue
-        prefix, digits = m.groups()
-        width = len(digits) if digits.startswith('0') and len(digits) > 1 else 0
-        key = (prefix, width)
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(int(digits))
-    parts = list(plain)
-    for prefix, width in order:
-        nums = groups[(prefix, width)]
-        runs, start, prev = [], nums[0], nums[0]
-        for n in nums[1:] + [None]:
-            if n is not None and n == prev + 1:
-                prev = n
-                continue
-            runs.append(str(start).zfill(width) if start == prev else '%s-%s' % (str(start).zfill(width), str(prev).zfill(width)))
-            if n is not None:
-                start = prev = n
-        parts.append('%s%s' % (prefix, runs[0]) if len(runs) == 1 and '-' not in runs[0] else '%s[%s]' % (prefix, ','.join(runs)))
-    return ','.join(parts)
-
-
 # Configuration -----------------------------------------------------------------------------------
-
-def load_config(path):
-    """Read the JSON written by the role; fill defaults; raise InputError naming a missing key."""
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (IOError, OSError, ValueError) as exc:
-        raise InputError('config: cannot read %s: %s' % (path, exc))
-    return check_config(data)
-
 
 def check_config(data):
     config = dict(DEFAULTS)
@@ -521,20 +421,6 @@ def scontrol_fail_command(scontrol, hostlist, reason):
     return [scontrol, 'update', 'nodename=%s' % hostlist, 'state=POWER_DOWN_FORCE', 'reason=%s' % reason]
 
 
-def _run(argv):
-    log.info('run: %s', ' '.join(argv))
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
-    out = proc.stdout.decode('utf-8', 'replace').strip()
-    if proc.returncode != 0:
-        log.error('%s exited %d: %s', argv[0], proc.returncode, out)
-    return proc.returncode
-
-
-def _read(argv):
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
-    return proc.returncode, proc.stdout.decode('utf-8', 'replace')
-
-
 def setup_logging(path, level=logging.INFO):
     handler = logging.StreamHandler(sys.stderr)
     if path:
@@ -545,84 +431,3 @@ def setup_logging(path, level=logging.INFO):
     handler.setFormatter(logging.Formatter('%(asctime)s %(process)d %(levelname)s %(message)s'))
     log.handlers[:] = [handler]
     log.setLevel(level)
-
-
-USAGE = """usage: %(prog)s [--config PATH] resume|suspend|resume-fail|status [HOSTLIST]
-  resume HOSTLIST       create (or adopt) the nodes' cluster network, then set their addresses in Slurm
-  suspend HOSTLIST      release the nodes; terminate cluster networks whose nodes are all released
-  resume-fail HOSTLIST  same as suspend (Slurm's ResumeFailProgram)
-  status                print the autoscaled cluster networks as JSON
-  service               carry out the requests the programs hand over, and reconcile Slurm with OCI
-  pull-server           serve the pull path (bundle and join) to on-demand nodes
-"""
-
-
-def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None, read=_read):
-    """Entry point of the installed program; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    out = out or sys.stdout
-    prog = 'ocigpu-slurm-autoscaler'
-    config_path = os.environ.get('OCIGPU_AUTOSCALER_CONFIG', '/etc/ocigpu-autoscaler/autoscaler.json')
-    if argv[:1] == ['--config'] and len(argv) > 1:
-        config_path, argv = argv[1], argv[2:]
-    if argv == ['pull-server']:  # the pull path's server shares this program's configuration
-        from ansible_collections.ocigpu.cluster.plugins.module_utils import _pull
-        return _pull.main(['--config', config_path])
-    if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status', 'service') or (
-            argv[0] not in ('status', 'service') and len(argv) != 2):
-        sys.stderr.write(USAGE % dict(prog=prog))
-        return 2
-    action, hostlist = argv[0], (argv[1] if len(argv) > 1 else '')
-    try:
-        config = load_config(config_path)
-    except InputError as exc:
-        sys.stderr.write('%s: %s\n' % (prog, exc))
-        return 2
-    setup_logging(config['log_file'])
-    if action == 'service' or (config['service'] and action != 'status'):
-        from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
-        if action == 'service':
-            slurm = service.Slurm(config, run=run, read=read)
-            service.Service(config, autoscaler_factory, slurm).serve()
-            return 0
-        jobs = service.read_resume_file(os.environ.get('SLURM_RESUME_FILE')) if action == 'resume' else []
-        rid = service.submit(config, action, hostlist, jobs)
-        log.info('%s %s: handed to the autoscaler service (request %s%s)', action, hostlist, rid,
-                 '; jobs %s' % ', '.join('%s: %s' % (j['job_id'], j['nodes']) for j in jobs) if jobs else '')
-        return 0
-    log.info('%s %s', action, hostlist)
-    scontrol = config['scontrol']
-    try:
-        scaler = autoscaler_factory(config)
-        if action == 'status':
-            out.write(json.dumps(scaler.status(), indent=1) + '\n')
-            return 0
-        if action in ('suspend', 'resume-fail'):
-            result = scaler.suspend(hostlist, action=action)
-            log.info('%s %s: %s', action, hostlist, json.dumps(result))
-            return 0
-        mapping = scaler.resume(hostlist)
-    except ResumeFailed as exc:
-        log.info('resume %s: failure details %s', hostlist, json.dumps(exc.details, default=str))
-        status = run(scontrol_fail_command(scontrol, hostlist, '%s: %s' % (
-            config['resume_fail_reason_prefix'], exc.message)))
-        log.error('resume %s failed: %s; %s; %s', hostlist, exc.message, exc.outcome,
-                  'handing %s back to Slurm failed (scontrol exited %s)' % (hostlist, status) if status else
-                  '%s handed back to Slurm (state=POWER_DOWN_FORCE)' % hostlist)
-        return 1
-    except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
-        log.error('%s %s failed: %s', action, hostlist, getattr(exc, 'message', None) or exc)
-        if action == 'resume':
-            run(scontrol_fail_command(scontrol, hostlist, '%s: %s' % (
-                config['resume_fail_reason_prefix'], getattr(exc, 'message', None) or exc)))
-        return 1
-    status = 0
-    for cmd in scontrol_address_commands(scontrol, mapping):
-        status = run(cmd) or status
-    if config['node_setup_command']:
-        env_nodes = json.dumps(mapping)
-        cmd = list(config['node_setup_command']) + [compress_hostlist(m['name'] for m in mapping)]
-        os.environ['OCIGPU_AUTOSCALER_NODES'] = env_nodes
-        status = run(cmd) or status
-    log.info('resume %s: %s', hostlist, json.dumps(mapping))
-    return 1 if status else 0

@@ -47,8 +47,8 @@ import uuid
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
-    ResumeFailed, StateFile, _error_text, compress_hostlist, expand_hostlist, log, scontrol_address_commands,
-    scontrol_fail_command)
+    ResumeFailed, StateFile, _error_text, log, scontrol_address_commands, scontrol_fail_command)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError
 
@@ -58,20 +58,6 @@ RETURN_REASONS = ('ResumeTimeout reached', 'ocigpu-autoscaler')
 
 def request_dir(config):
     return os.path.join(os.path.dirname(config['state_file']) or '.', 'requests')
-
-
-def read_resume_file(path):
-    """The jobs of Slurm's resume file: [{'job_id', 'nodes'}] (nodes: the job's nodes_resume hostlist)."""
-    if not path:
-        return []
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (IOError, OSError, ValueError) as exc:
-        log.warning('resume file %s unreadable (%s): the nodes are resumed as one group', path, exc)
-        return []
-    return [dict(job_id=int(j['job_id']), nodes=j.get('nodes_resume') or j.get('nodes_alloc') or '')
-            for j in data.get('jobs') or [] if j.get('job_id')]
 
 
 def resume_groups(names, jobs):

@@ -39,7 +39,9 @@ except ImportError:  # pragma: no cover
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
-    NODE_TAG, PULL_CERT_TAG, PULL_SERVER_TAG, expand_hostlist, load_config, setup_logging)
+    NODE_TAG, PULL_CERT_TAG, PULL_SERVER_TAG, setup_logging)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_cli import load_config
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, InputError, attr
 
 __all__ = ['Enroller', 'JoinRefused', 'make_server', 'main', 'PULL_SERVER_TAG', 'PULL_CERT_TAG']

@@ -34,7 +34,7 @@ import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import compress_hostlist, _natural
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, _natural
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
 
 SHAPE = 'BM.GPU4.8'

@@ -20,7 +20,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_service, _oci, _shapes
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_cli, _autoscale_service, _oci, _shapes
 from tests.unit.roles.test_slurm_templates import GPU_NODES, conf, render, trust
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -176,8 +176,8 @@ def test_installed_program_runs_from_the_module_utils_copy(ocisim, tmp_path, mon
     monkeypatch.setattr(_oci.CLOCK, 'monotonic', ocisim.clock.now)
     # The role turns the service on: the program hands the suspend over, and the service carries it out.
     assert config['service'] is True
-    assert _autoscale.main(['--config', str(config_path), 'suspend', 'gpu-[1-2]']) == 0
-    svc = _autoscale_service.Service(_autoscale.load_config(str(config_path)), _autoscale.Autoscaler, None)
+    assert _autoscale_cli.main(['--config', str(config_path), 'suspend', 'gpu-[1-2]']) == 0
+    svc = _autoscale_service.Service(_autoscale_cli.load_config(str(config_path)), _autoscale.Autoscaler, None)
     assert svc.pick_up() == 1
     svc.wait(60)
     assert svc.waiting() == []

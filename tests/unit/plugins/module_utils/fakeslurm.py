@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import compress_hostlist, expand_hostlist
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
 
 
 class FakeSlurm(object):

@@ -11,7 +11,7 @@ import urllib.request
 import oci
 import pytest
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_cli, _hostlist, _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 
 SHAPE = 'BM.GPU4.8'
@@ -80,13 +80,13 @@ def scaler(config):
     ('', []),
 ])
 def test_expand_hostlist(expr, names):
-    assert _autoscale.expand_hostlist(expr) == names
+    assert _hostlist.expand_hostlist(expr) == names
 
 
 @pytest.mark.parametrize('bad', ['gpu-[1-4', 'gpu-1]', 'gpu-[4-1]', 'gpu-[a-b]', 'gpu 1'])
 def test_bad_hostlists_are_refused(bad):
     with pytest.raises(InputError, match='^hostlist: '):
-        _autoscale.expand_hostlist(bad)
+        _hostlist.expand_hostlist(bad)
 
 
 @pytest.mark.parametrize('names, expr', [
@@ -97,8 +97,8 @@ def test_bad_hostlists_are_refused(bad):
     (['login', 'gpu-3', 'gpu-4', 'cpu-1'], 'login,cpu-1,gpu-[3-4]'),
 ])
 def test_compress_hostlist_round_trips(names, expr):
-    assert _autoscale.compress_hostlist(names) == expr
-    assert sorted(_autoscale.expand_hostlist(expr)) == sorted(names)
+    assert _hostlist.compress_hostlist(names) == expr
+    assert sorted(_hostlist.expand_hostlist(expr)) == sorted(names)
 
 
 def test_config_names_what_is_missing():
@@ -234,7 +234,7 @@ def write_config(tmp_path, config):
 def test_program_resume_sets_addresses_then_suspend(sim, tmp_path, config):
     path = write_config(tmp_path, config)
     ran = []
-    assert _autoscale.main(['--config', path, 'resume', 'gpu-[1-2]'], run=lambda a: ran.append(a) or 0) == 0
+    assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-2]'], run=lambda a: ran.append(a) or 0) == 0
     ips = sorted(i['id'] for i in gpu_instances(sim))
     assert len(ips) == 2 and len(ran) == 2
     assert ran[0][:3] == ['/usr/bin/scontrol', 'update', 'nodename=gpu-1']
@@ -243,10 +243,10 @@ def test_program_resume_sets_addresses_then_suspend(sim, tmp_path, config):
     assert 'resume gpu-[1-2]' in log_text and 'RUNNING' in log_text
 
     out = io.StringIO()
-    assert _autoscale.main(['--config', path, 'status'], run=ran.append, out=out) == 0
+    assert _autoscale_cli.main(['--config', path, 'status'], run=ran.append, out=out) == 0
     assert json.loads(out.getvalue())[0]['nodes'] == 'gpu-[1-2]'
 
-    assert _autoscale.main(['--config', path, 'suspend', 'gpu-[1-2]'], run=ran.append) == 0
+    assert _autoscale_cli.main(['--config', path, 'suspend', 'gpu-[1-2]'], run=ran.append) == 0
     assert gpu_instances(sim) == [] and len(ran) == 2
 
 
@@ -254,7 +254,7 @@ def test_program_capacity_failure_powers_the_nodes_down(sim, tmp_path, config):
     sim.capacity.set(SHAPE, 0)
     path = write_config(tmp_path, config)
     ran = []
-    assert _autoscale.main(['--config', path, 'resume', 'gpu-[1-2]'], run=lambda a: ran.append(a) or 0) == 1
+    assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-2]'], run=lambda a: ran.append(a) or 0) == 1
     assert ran == [['/usr/bin/scontrol', 'update', 'nodename=gpu-[1-2]', 'state=POWER_DOWN_FORCE',
                     ran[0][4]]]
     assert ran[0][4].startswith('reason=ocigpu-autoscaler: ') and 'Out of host capacity.' in ran[0][4]
@@ -263,10 +263,10 @@ def test_program_capacity_failure_powers_the_nodes_down(sim, tmp_path, config):
 
 
 def test_program_usage_and_bad_config(tmp_path, capsys):
-    assert _autoscale.main(['resume']) == 2
+    assert _autoscale_cli.main(['resume']) == 2
     assert 'usage:' in capsys.readouterr().err
     missing = tmp_path / 'none.json'
-    assert _autoscale.main(['--config', str(missing), 'suspend', 'gpu-1']) == 2
+    assert _autoscale_cli.main(['--config', str(missing), 'suspend', 'gpu-1']) == 2
     assert 'config: cannot read' in capsys.readouterr().err
 
 
@@ -279,7 +279,7 @@ def test_node_setup_command_gets_the_mapping(sim, tmp_path, config, monkeypatch)
     def run(argv):
         seen.append((argv, __import__('os').environ.get('OCIGPU_AUTOSCALER_NODES')))
         return 0
-    assert _autoscale.main(['--config', path, 'resume', 'gpu-3'], run=run) == 0
+    assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-3'], run=run) == 0
     argv, env = seen[-1]
     assert argv == ['/usr/local/sbin/setup-nodes', '--limit', 'gpu-3']
     assert json.loads(env)[0]['name'] == 'gpu-3'

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_cli
 # The same simulator, configuration and autoscaler as the plain autoscaler tests.
 from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, config, gpu_instances, live, scaler, sim)
@@ -45,7 +45,7 @@ class Slurm(object):
         return 0
 
     def __call__(self, action, hostlist):
-        return _autoscale.main(['--config', self.path, action, hostlist], autoscaler_factory=self.factory, run=self._run)
+        return _autoscale_cli.main(['--config', self.path, action, hostlist], autoscaler_factory=self.factory, run=self._run)
 
     def power_downs(self):
         return [c for c in self.commands if 'state=POWER_DOWN_FORCE' in c]
@@ -76,8 +76,8 @@ def kill_while_provisioning(sim, path, *args):  # pylint: disable=redefined-oute
     network it creates is PROVISIONING; returns that cluster network's id. The program's waiter sleeps
     in real time and the simulator's clock stands still, so the cluster network stays PROVISIONING."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, '.build', 'collections')]))
-    program = ('import sys; from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale; '
-               'sys.exit(_autoscale.main(sys.argv[1:]))')
+    program = ('import sys; from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_cli; '
+               'sys.exit(_autoscale_cli.main(sys.argv[1:]))')
     proc = subprocess.Popen([sys.executable, '-c', program, '--config', path] + list(args), env=env,  # pylint: disable=consider-using-with
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_cli, _hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
 from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
@@ -26,8 +26,8 @@ def make(config, fake, **changes):  # pylint: disable=redefined-outer-name
 
 def resume_file(tmp_path, jobs):
     path = tmp_path / 'resume.json'
-    path.write_text(json.dumps(dict(all_nodes_resume=_autoscale.compress_hostlist(
-        n for j in jobs for n in _autoscale.expand_hostlist(j[1])),
+    path.write_text(json.dumps(dict(all_nodes_resume=_hostlist.compress_hostlist(
+        n for j in jobs for n in _hostlist.expand_hostlist(j[1])),
         jobs=[dict(job_id=i, nodes_alloc=h, nodes_resume=h, partition='gpu') for i, h in jobs])))
     return str(path)
 
@@ -50,7 +50,7 @@ def test_resume_program_only_hands_a_request_to_the_service(sim, tmp_path, confi
     path = program_config(tmp_path, config, service=True)
     monkeypatch.setenv('SLURM_RESUME_FILE', resume_file(tmp_path, [(7, 'gpu-[1-2]'), (8, 'gpu-3')]))
     before = sim.calls.total()
-    assert _autoscale.main(['--config', path, 'resume', 'gpu-[1-3]'], run=lambda argv: 1 / 0) == 0
+    assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-3]'], run=lambda argv: 1 / 0) == 0
     assert sim.calls.total() == before
     (rid, req), = [(r, json.load(open(p))) for r, p in service.Service(config, None, None).waiting()]
     assert (req['action'], req['nodes'], req['jobs']) == ('resume', 'gpu-[1-3]', [
@@ -79,7 +79,7 @@ def test_capacity_shortfall_fails_only_the_job_that_does_not_fit_and_it_runs_whe
     jobs = [(1, ['gpu-1', 'gpu-2']), (2, ['gpu-3']), (3, ['gpu-4'])]
     for job_id, names in jobs:
         fake.allocate(job_id, names)
-    service.submit(conf, 'resume', 'gpu-[1-4]', [dict(job_id=j, nodes=_autoscale.compress_hostlist(n)) for j, n in jobs])
+    service.submit(conf, 'resume', 'gpu-[1-4]', [dict(job_id=j, nodes=_hostlist.compress_hostlist(n)) for j, n in jobs])
     start = time.monotonic()
     run_all(svc)
     assert time.monotonic() - start < 60
@@ -100,19 +100,19 @@ def test_capacity_shortfall_fails_only_the_job_that_does_not_fit_and_it_runs_whe
 
     # The jobs that ran end; Slurm suspends their nodes: their hosts are free, so the requeued job may
     # start now rather than after its back-off; it gets nodes again and fits.
-    service.submit(conf, 'suspend', _autoscale.compress_hostlist(ran))
+    service.submit(conf, 'suspend', _hostlist.compress_hostlist(ran))
     run_all(svc)
     assert nothing_billable(sim)
     assert [c for c in fake.commands if c[-1] == 'starttime=now'] == [
         [conf['scontrol'], 'update', 'jobid=%d' % failed[0], 'starttime=now']]
     logged(config, 'hosts are free again: job %d may start now' % failed[0])
     fake.allocate(failed[0], lost)
-    service.submit(conf, 'resume', _autoscale.compress_hostlist(lost),
-                   [dict(job_id=failed[0], nodes=_autoscale.compress_hostlist(lost))])
+    service.submit(conf, 'resume', _hostlist.compress_hostlist(lost),
+                   [dict(job_id=failed[0], nodes=_hostlist.compress_hostlist(lost))])
     run_all(svc)
     assert all(fake.nodes[n]['addr'] for n in lost)
     assert _autoscale.StateFile(config['state_file']).read()['attempts'] == {}
-    service.submit(conf, 'suspend', _autoscale.compress_hostlist(lost))
+    service.submit(conf, 'suspend', _hostlist.compress_hostlist(lost))
     run_all(svc)
     assert nothing_billable(sim)
 
@@ -191,7 +191,7 @@ def test_addresses_reach_slurmctld_after_it_restarts(sim, tmp_path, config):
 
 def test_service_killed_in_the_middle_of_a_resume_adopts_on_restart(sim, tmp_path, config):
     path = program_config(tmp_path, config, service=True, scontrol='true', squeue='true')
-    assert _autoscale.main(['--config', path, 'resume', 'gpu-[1-2]']) == 0
+    assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-2]']) == 0
     # The service in its own process, killed while the cluster network it creates is PROVISIONING.
     cn_id = kill_while_provisioning(sim, path, 'service')
 
@@ -276,7 +276,7 @@ def test_short_soak_leaves_no_node_down_and_nothing_billable(sim, tmp_path, conf
     """A few minutes of tests/perf/autoscale_soak.py (the long run is in its docs): random jobs, API
     faults, capacity shortfalls, slurmctld restarts and killed programs."""
     from tests.perf import autoscale_soak  # pylint: disable=import-outside-toplevel
-    fig = autoscale_soak.run_soak(sim, dict(config, node_names=_autoscale.expand_hostlist('gpu-[1-8]')), cycles=25,
+    fig = autoscale_soak.run_soak(sim, dict(config, node_names=_hostlist.expand_hostlist('gpu-[1-8]')), cycles=25,
                                   seed=7)
     assert fig['nodes_left_down'] == [] and fig['billable_left'] == 0, fig
     assert fig['jobs_completed'] + fig['jobs_held'] == fig['jobs_submitted'] == 25, fig
