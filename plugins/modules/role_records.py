@@ -81,8 +81,7 @@ notes:
     user-level systemd units or kernel modules; docs/rerun.md lists them per role.
     C(-e configure_skip_unchanged=false) runs every role whatever the records say.
 seealso:
-  - module: ocigpu.cluster.files
-  - module: ocigpu.cluster.services
+  - module: ocigpu.cluster.node_facts
 """
 
 EXAMPLES = r"""

@@ -43,10 +43,10 @@ def role_templar(**overrides):
 
 
 def role_render(name, **overrides):
-    item = overrides.pop('item', None)
+    program = overrides.pop('program', None)
     templar = role_templar(**overrides)
-    if item is not None:
-        templar.available_variables = dict(templar.available_variables, item=item)
+    if program is not None:
+        templar.available_variables = dict(templar.available_variables, program=program)
     return templar.template(trust_as_template((ROLE / 'templates' / name).read_text()))
 
 
@@ -157,7 +157,7 @@ def test_installed_program_runs_from_the_module_utils_copy(ocisim, tmp_path, mon
     config_path = tmp_path / 'autoscaler.json'
     config_path.write_text(json.dumps(config))
     program = tmp_path / 'ocigpu-slurm-autoscaler'
-    program.write_text(role_render('program.j2', item={'name': 'ocigpu-slurm-autoscaler', 'action': ''},
+    program.write_text(role_render('program.j2', program={'name': 'ocigpu-slurm-autoscaler', 'action': ''},
                                    slurm_autoscaler_venv_enabled=False, slurm_autoscaler_python=sys.executable,
                                    slurm_autoscaler_install_dir=str(tmp_path),
                                    slurm_autoscaler_config_dir=str(tmp_path)))
