@@ -136,7 +136,7 @@ paths:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import (
+from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl_report import (
     build_report, summary_table, write_report)
 
 

@@ -1,7 +1,8 @@
 # Copyright: ocigpu.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parser, gates, health checks and report of plugins/module_utils/_nccl.py, on recorded outputs:
-the seeds' printed tables and the runs of the nccl_tests role on 4x H200 (tests/unit/data/nccl)."""
+"""Parser, gates and health checks of plugins/module_utils/_nccl.py and the report of _nccl_report.py, on
+recorded outputs: the seeds' printed tables and the runs of the nccl_tests role on 4x H200
+(tests/unit/data/nccl)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _health as health
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _nccl as nccl
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _nccl_report as nccl_report
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / 'data' / 'nccl'
 
@@ -238,9 +240,9 @@ def seed001_runs():
 
 
 def test_summary_table_names_the_run_that_falls_short():
-    report = nccl.build_report(seed001_runs(), meta={'shape': 'BM.GPU4.8'})
+    report = nccl_report.build_report(seed001_runs(), meta={'shape': 'BM.GPU4.8'})
     assert report['passed'] is False
-    lines = nccl.summary_table(report).splitlines()
+    lines = nccl_report.summary_table(report).splitlines()
     assert lines[0].split() == ['run', 'scope', 'ranks', 'size', 'busbw', 'GB/s', 'threshold', 'result']
     assert lines[2].split()[:7] == ['inst-ks8ls-comp', 'node', '8', '8', 'GiB', '235.21', '185.00'] and lines[2].endswith('PASS')
     assert 'cluster' in lines[3] and '71.56' in lines[3]
@@ -249,8 +251,8 @@ def test_summary_table_names_the_run_that_falls_short():
 
 def test_report_files(tmp_path):
     pytest.importorskip('matplotlib')
-    report = nccl.build_report(seed001_runs(), meta={'shape': 'BM.GPU4.8'})
-    paths, plot_error = nccl.write_report(report, str(tmp_path / 'r'))
+    report = nccl_report.build_report(seed001_runs(), meta={'shape': 'BM.GPU4.8'})
+    paths, plot_error = nccl_report.write_report(report, str(tmp_path / 'r'))
     assert plot_error is None
     data = json.loads((tmp_path / 'r' / 'report.json').read_text())
     assert data['passed'] is False and data['meta'] == {'shape': 'BM.GPU4.8'}
@@ -277,11 +279,11 @@ def test_report_without_matplotlib(tmp_path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, '__import__', no_matplotlib)
-    paths, plot_error = nccl.write_report(nccl.build_report(seed001_runs()), str(tmp_path))
+    paths, plot_error = nccl_report.write_report(nccl_report.build_report(seed001_runs()), str(tmp_path))
     assert 'matplotlib is not installed' in plot_error
     assert set(paths) == {'json', 'md'} and not (tmp_path / 'busbw.png').exists()
     assert 'busbw.png' not in (tmp_path / 'report.md').read_text()
 
 
 def test_empty_report_does_not_pass():
-    assert nccl.build_report([])['passed'] is False
+    assert nccl_report.build_report([])['passed'] is False
