@@ -75,6 +75,27 @@ attributes:
     membership: [ocigpu.cluster.oci]
 """
 
+    # PLANNED and READ_ONLY add to ATTRIBUTES: list them before it, since of two fragments that set the
+    # same key the one listed first is kept (and a module's own attributes over both).
+
+    # For modules whose inputs may be OCIDs of resources a play has yet to create.
+    PLANNED = r"""
+attributes:
+  check_mode:
+    details:
+      - OCIDs that earlier tasks would only create are null in check mode; they are accepted, so a C(--check) run
+        of a whole provisioning play on an empty compartment predicts every resource.
+"""
+
+    # For modules that only read; a module's own check_mode details replace these.
+    READ_ONLY = r"""
+attributes:
+  check_mode:
+    details: The module only reads.
+  diff_mode:
+    support: none
+"""
+
     WAIT = r"""
 options:
   wait:

@@ -24,14 +24,10 @@ author:
   - ocigpu.cluster maintainers (@ocigpu)
 attributes:
   check_mode:
-    support: full
     details: Decides the sums (fetching checksum files) but writes nothing.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ocigpu.cluster.host
 options:
   lock_file:
     description:

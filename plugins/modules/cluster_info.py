@@ -15,6 +15,7 @@ description:
   - C(billable) counts what still costs money, so teardown playbooks can assert that nothing is left.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.READ_ONLY
   - ocigpu.cluster.oci.ATTRIBUTES
 options:
   cluster_name:
@@ -25,11 +26,6 @@ options:
     description: Compartment of the cluster.
     type: str
     required: true
-attributes:
-  check_mode:
-    details: The module only reads.
-  diff_mode:
-    support: none
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """

@@ -35,6 +35,7 @@ description:
   - O(state=absent) terminates the cluster network and its nodes.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.PLANNED
   - ocigpu.cluster.oci.ATTRIBUTES
   - ocigpu.cluster.oci.WAIT
   - ocigpu.cluster.oci.TAGS
@@ -92,11 +93,6 @@ options:
     type: str
     choices: [present, absent]
     default: present
-attributes:
-  check_mode:
-    details:
-      - OCIDs that earlier tasks would only create are null in check mode; they are accepted, so a C(--check) run
-        of a whole provisioning play on an empty compartment predicts every resource.
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """

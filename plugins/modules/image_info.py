@@ -16,6 +16,7 @@ description:
     O(ocigpu.cluster.instance#module:image_os) options of M(ocigpu.cluster.instance).
 extends_documentation_fragment:
   - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.READ_ONLY
   - ocigpu.cluster.oci.ATTRIBUTES
 options:
   compartment_id:
@@ -41,11 +42,6 @@ options:
     description: Return only the newest match.
     type: bool
     default: false
-attributes:
-  check_mode:
-    details: The module only reads.
-  diff_mode:
-    support: none
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """

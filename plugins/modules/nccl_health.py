@@ -19,6 +19,7 @@ description:
   - Reads only; changes nothing on the node.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ocigpu.cluster.host
 options:
   node_name:
     description: Name of the node in messages (the inventory name).
@@ -49,13 +50,6 @@ options:
     default: nvidia-smi
 author:
   - ocigpu.cluster maintainers (@ocigpu)
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """
 
 EXAMPLES = r"""

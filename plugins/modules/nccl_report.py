@@ -23,6 +23,7 @@ description:
     says that no plot was drawn.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ocigpu.cluster.host
 options:
   runs:
     description: The runs to judge.
@@ -90,12 +91,7 @@ author:
   - ocigpu.cluster maintainers (@ocigpu)
 attributes:
   check_mode:
-    support: full
     details: In check mode the runs are judged but nothing is written.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """
 
 EXAMPLES = r"""

@@ -18,6 +18,7 @@ description:
   - Fails with the list of what is missing when CUDA or NCCL cannot be found.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ocigpu.cluster.host
 options:
   cuda_home:
     description:
@@ -44,13 +45,6 @@ options:
     default: ''
 author:
   - ocigpu.cluster maintainers (@ocigpu)
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """
 
 EXAMPLES = r"""

@@ -24,17 +24,12 @@ description:
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
   facts:
     support: full
-  platform:
-    platforms: posix
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
+  - ocigpu.cluster.host
 options:
   imds_url:
     description:

@@ -32,6 +32,7 @@ description:
   - The module never changes anything and runs the same in check mode.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
+  - ocigpu.cluster.oci.READ_ONLY
   - ocigpu.cluster.oci.ATTRIBUTES
 options:
   cluster_name:
@@ -113,8 +114,6 @@ options:
 attributes:
   check_mode:
     details: The module only reads (its one POST, the capacity report, creates nothing) and runs the same in check mode.
-  diff_mode:
-    support: none
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """

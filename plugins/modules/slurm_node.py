@@ -18,6 +18,7 @@ description:
   - Runs on the Slurm controller, or any host where C(scontrol) reaches it.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ocigpu.cluster.host
 options:
   name:
     description: The Slurm node name.
@@ -43,13 +44,6 @@ options:
     default: scontrol
 author:
   - ocigpu.cluster maintainers (@ocigpu)
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """
 
 EXAMPLES = r"""
