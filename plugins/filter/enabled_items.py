@@ -10,9 +10,9 @@ short_description: The items of a list of a role's declaration that apply on thi
 version_added: 0.6.0
 description:
   - A role's declaration (C(__<role>_manages), docs/adding-a-role.md) marks an item that applies on some
-    hosts only with C(enabled), for example a controller's file with C(enabled: "{{ is_controller }}").
+    hosts only with C(enabled), set from a condition (for example whether the host is the controller).
   - Returns the items whose C(enabled) is missing or true, in their order. C(rejectattr) cannot do
-    this in Jinja alone: it fails on the items that have no C(enabled).
+    this in Jinja alone, as it fails on the items that have no C(enabled).
   - The same items, and only those, are the ones M(ocigpu.cluster.role_records) records
     (the R(managed_items filter,ansible_collections.ocigpu.cluster.managed_items_filter) leaves out the others).
 options:

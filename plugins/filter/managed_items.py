@@ -18,11 +18,11 @@ description:
     C(<group>_files) or C(<group>_templates), which a role uses where groups of files notify different
     handlers) and the declaration's own C(paths) (what the role changes in place, such as a block in
     C(/etc/hosts)). C(units) likewise takes C(<group>_units) too.
-  - C(folders) are not recorded: the record of a folder covers every entry of its tree, and the roles'
+  - C(folders) are not recorded. The record of a folder covers every entry of its tree, and the roles'
     folders hold what changes by itself (logs, spools) and other roles' files. A folder that must be
     watched whole goes in C(paths).
   - Items with C(enabled) false are left out (the role neither writes nor removes them on this host).
-    Items with C(state=absent) stay: the record sees that they are absent.
+    Items with C(state=absent) stay, and the record sees that they are absent.
   - Keys the record does not observe (C(firewall_ports), C(handler), C(src), C(mode), ...) are ignored.
 options:
   _input:

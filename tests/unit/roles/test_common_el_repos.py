@@ -164,7 +164,7 @@ def test_check_mode_on_a_fresh_host_does_not_ask_dnf_about_repositories_not_yet_
 def test_the_record_holds_the_release_packages_and_the_repository_files(host, major):
     recorded = record(templar(host))
     assert recorded['packages'] == ['sudo', 'tzdata', 'dnf-plugins-core',
-                                  'oracle-epel-release-el%d' % major, 'oraclelinux-release-el%d' % major]
+                                    'oracle-epel-release-el%d' % major, 'oraclelinux-release-el%d' % major]
     assert [p for p in recorded['paths'] if p.startswith('/etc/yum.repos.d/')] == [
         '/etc/yum.repos.d/oracle-epel-ol%d.repo' % major, '/etc/yum.repos.d/oracle-linux-ol%d.repo' % major]
 
