@@ -5,7 +5,7 @@
 whether anything it manages changed since (the role_records module; docs/rerun.md).
 
 A record holds the role's fingerprint (its inputs, computed on the controller) and an observation of
-the items the role declares (__<role>_record): files and folders, systemd units, packages, accounts,
+the items the role declares (__<role>_manages, through the managed_items filter): files and folders, systemd units, packages, accounts,
 kernel settings and mounts. observe() reads them (units and packages through _observe); differences()
 compares two observations.
 """
