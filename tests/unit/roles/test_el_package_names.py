@@ -28,6 +28,8 @@ EXPECTED = {
         '__containerd_rootless_distro_packages': {0: {'slirp4netns': 'slirp4netns'}},
     },
     'firewall': {'__firewall_packages': {0: ['firewalld', 'python3-firewall']}},
+    # EL needs nothing before NVIDIA's repository file (Debian needs ca-certificates for its https source).
+    'nvidia_container_toolkit': {'__nvidia_container_toolkit_repo_packages': {0: []}},
     'pyxis': {'__pyxis_build_packages': {0: ['gcc', 'make', 'slurm-devel']}},
     'rdma_exporter': {
         # EL8's python3 is the package python36; python3-prometheus_client is EPEL's (8 and 9).
