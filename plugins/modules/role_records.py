@@ -22,15 +22,9 @@ description:
     (RV(fingerprints), RV(inputs)), for the record at the end of the run.
 author:
   - ocigpu.cluster maintainers (@ocigpu)
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ocigpu.cluster.host
 options:
   state:
     description:
