@@ -17,7 +17,6 @@
 #   bash tests/perf/configure_bench.sh          # 2 and 8 nodes
 #   bash tests/perf/configure_bench.sh 2 4 8    # other counts
 #   FIRST_ONLY=1 bash tests/perf/configure_bench.sh 4    # the first run only
-#   MITOGEN=1 bash tests/perf/configure_bench.sh        # with Mitogen's strategy (docs/rerun.md)
 #
 # Needs what `make demo` needs (tests/infra/host.sh, venv.sh, build-image.sh). Logs: .build/perf/.
 set -euo pipefail
@@ -25,15 +24,6 @@ set -euo pipefail
 cd "$OCIGPU_ROOT"
 export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_roles,ansible.posix.profile_tasks
 . "$OCIGPU_ROOT/tests/demo/lib.sh"
-
-# The speed option of docs/rerun.md: Mitogen's linear strategy, from PyPI into the cache.
-if [ -n "${MITOGEN:-}" ]; then
-  mitogen_dir=$OCIGPU_CACHE/mitogen-${MITOGEN_VERSION:-0.3.54}
-  [ -d "$mitogen_dir/ansible_mitogen" ] || "$VENV/bin/pip" install -q --no-deps --target "$mitogen_dir" "mitogen==${MITOGEN_VERSION:-0.3.54}"
-  export ANSIBLE_STRATEGY_PLUGINS=$mitogen_dir/ansible_mitogen/plugins/strategy ANSIBLE_STRATEGY=mitogen_linear
-  export PYTHONPATH=$mitogen_dir${PYTHONPATH:+:$PYTHONPATH}
-  log "with Mitogen ${MITOGEN_VERSION:-0.3.54} (strategy mitogen_linear)"
-fi
 
 counts=("$@")
 [ "${#counts[@]}" -gt 0 ] || counts=(2 8)
