@@ -175,5 +175,15 @@ fi
 echo
 echo "make test summary (total $(( $(date +%s) - total_start ))s):"
 printf '  %s\n' "${summary[@]}"
+# The last lines of each failed stage's log come after the summary, so that the tail of a CI
+# run's output says why a stage failed, not only that it did.
+for line in "${summary[@]}"; do
+  case $line in FAIL*) ;; *) continue ;; esac
+  log=${line##*log: }; log=${log%)}
+  case $log in /*) ;; *) log=$OCIGPU_ROOT/$log ;; esac
+  [ -f "$log" ] || continue
+  printf '\nlast lines of %s:\n' "${log#"$OCIGPU_ROOT"/}"
+  tail -n 15 "$log" | cut -c1-300 | sed 's/^/  | /'
+done
 echo "stages: $n_pass passed, $n_fail failed"
 [ "$n_fail" -eq 0 ]

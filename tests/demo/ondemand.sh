@@ -185,7 +185,13 @@ for _ in $(seq 1500); do
         job_told[$id]=$(echo "$(date +%s.%N) - $t_submit" | bc)
         mark "job $id told after ${job_told[$id]}s: ${jcomment}"
       fi
-      if [ -z "${job_done[$id]:-}" ] && { [ -z "$line" ] || [ "$jstate" = COMPLETED ]; }; then
+      # A job missing from squeue's answer has ended only if scontrol says so (or has forgotten it):
+      # a job requeued after a failed resume can be missing from one answer.
+      if [ -z "$line" ] && [ -z "${job_done[$id]:-}" ]; then
+        jstate=$(on_ctl scontrol -o show job "$id" 2>&1 | grep -o 'JobState=[A-Z_]*\|Invalid job id' | head -1 || true)
+        case $jstate in 'Invalid job id'|JobState=COMPLETED) jstate=COMPLETED ;; *) jstate=${jstate#JobState=} ;; esac
+      fi
+      if [ -z "${job_done[$id]:-}" ] && [ "${jstate:-}" = COMPLETED ]; then
         job_done[$id]=$(date +%s.%N)
         mark "job $id ended on ${job_host[$id]:-?}: $(read_output "$id" "${job_host[$id]:-}")"
       fi
