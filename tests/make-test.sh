@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# `make test`: every test, in stages, each with a one-line summary and its duration.
-# Every stage runs even when an earlier one failed, so one run shows all that is wrong;
-# the exit status is non-zero when any stage failed.
+# `make test`: every test, in stages, each with a one-line summary, its duration and how busy the
+# machine's CPUs were meanwhile. Every stage runs even when an earlier one failed, so one run shows
+# all that is wrong; the exit status is non-zero when any stage failed.
 #
-# Select stages with STAGES="lint sanity unit molecule integration install demo" and molecule scenarios with
-# SCENARIOS="common firewall" (default: every folder under molecule/ with a molecule.yml);
+# Select stages with STAGES="lint sanity unit molecule integration install demo" (the default is
+# below); stages joined by "+" run at the same time, each into its own log. Molecule scenarios are
+# chosen with SCENARIOS="common firewall" (default: every folder under molecule/ with a molecule.yml);
 # MOLECULE_JOBS=N runs N scenarios at a time (default 3: most of a scenario's time is spent
 # waiting on systemd, apt and ssh, so three at once finish in about half the time of one by one).
 set -uo pipefail
 . "$(dirname "$0")/infra/lib.sh"
 cd "$OCIGPU_ROOT" || exit 1
 
-STAGES=${STAGES:-setup images lint sanity unit molecule integration install demo}
+# The default order: the Debian packages first; the venv (mostly downloads) beside the image
+# builds (mostly downloads and unpacking); the checks that need the venv together; the molecule
+# scenarios (MOLECULE_JOBS at a time); integration beside install; the demos last.
+STAGES=${STAGES:-host venv+images lint+sanity+unit molecule integration+install demo}
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
 mkdir -p "$LOGDIR"
 rm -f "$LOGDIR/.molecule-retried" "$LOGDIR/.molecule-skipped"
@@ -19,25 +23,54 @@ export PATH="$VENV/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="$OCIGPU_ROOT/.build/collections"
 export PYTHONUNBUFFERED=1
 
-summary=()
-n_pass=0
-n_fail=0
+RESULTS=$LOGDIR/.results   # one line per finished stage: STATUS NAME SECONDS CPU% RC
+: > "$RESULTS"
 
-# stage NAME COMMAND... : run one stage, print its summary line, record the result.
+# cpu_ticks: the machine's busy and total CPU ticks so far ("busy total"), from /proc/stat.
+cpu_ticks() {
+  local _cpu u n s i w q sq st _rest
+  read -r _cpu u n s i w q sq st _rest < /proc/stat
+  echo "$((u + n + s + q + sq + st)) $((u + n + s + i + w + q + sq + st))"
+}
+
+# busy_pct "BUSY0 TOTAL0": how busy the CPUs were since that cpu_ticks reading, in percent.
+busy_pct() {
+  local b0 t0 b1 t1
+  read -r b0 t0 <<< "$1"
+  read -r b1 t1 <<< "$(cpu_ticks)"
+  echo $(( (b1 - b0) * 100 / (t1 - t0 > 0 ? t1 - t0 : 1) ))
+}
+
+# record STATUS NAME SECONDS CPU RC LOG: one result line, and its summary line printed now.
+record() {
+  printf '%s %s %s %s %s %s\n' "$@" >> "$RESULTS"
+  summary_line "$@" | sed 's/^/==> /'
+}
+
+# summary_line STATUS NAME SECONDS CPU RC LOG
+summary_line() {
+  if [ "$1" = PASS ]; then
+    printf 'PASS  %-34s %5ss  cpu %3s%%\n' "$2" "$3" "$4"
+  else
+    printf 'FAIL  %-34s %5ss  cpu %3s%%  (rc=%s, log: %s)\n' "$2" "$3" "$4" "$5" "${6#"$OCIGPU_ROOT"/}"
+  fi
+}
+
+# stage NAME COMMAND... : run one stage and record its result. Its output goes to the terminal and
+# its log, or to its log alone when it runs beside other stages (QUIET=1).
 stage() {
   local name=$1; shift
-  local log="$LOGDIR/$name.log" start rc dur
-  start=$(date +%s)
-  log "stage $name: $*"
-  "$@" 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  dur=$(( $(date +%s) - start ))
-  if [ "$rc" -eq 0 ]; then
-    summary+=("$(printf 'PASS  %-34s %5ss' "$name" "$dur")"); n_pass=$((n_pass + 1))
+  local log="$LOGDIR/$name.log" start ticks rc
+  start=$(date +%s); ticks=$(cpu_ticks)
+  log "stage $name: $* ${QUIET:+(beside others; log: ${log#"$OCIGPU_ROOT"/})}"
+  if [ -n "${QUIET:-}" ]; then
+    "$@" > "$log" 2>&1
+    rc=$?
   else
-    summary+=("$(printf 'FAIL  %-34s %5ss  (rc=%s, log: %s)' "$name" "$dur" "$rc" "${log#"$OCIGPU_ROOT"/}")"); n_fail=$((n_fail + 1))
+    "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
   fi
-  printf '==> %s\n' "${summary[-1]}"
+  record "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL)" "$name" "$(( $(date +%s) - start ))" "$(busy_pct "$ticks")" "$rc" "$log"
   return 0
 }
 
@@ -49,8 +82,8 @@ excluded_reason() {
 }
 
 # Longest first (by the last CI run: the VM scenario first, rdma_exporter last), so the three lanes
-# end close together instead of on a long scenario started late. The qemu VM takes most of one core
-# for its whole run; the container scenarios share the other.
+# end close together instead of on a long scenario started late. The qemu VM (software emulation)
+# keeps one core busy whenever its guest runs; the container scenarios take turns with it.
 # Scenarios not listed follow in alphabetical order.
 MOLECULE_FIRST=${MOLECULE_FIRST:-node_vm containerd_rootless_archive rdma_network pyxis enroot mpi_ssh common slurm containerd_rootless firewall nvidia_container_toolkit rdma_exporter}
 
@@ -89,43 +122,30 @@ molecule_test() {
 }
 
 # parallel_molecule: MOLECULE_JOBS scenarios at a time, each logging to its own file; the summary
-# lines come in the order the scenarios finish.
+# lines come in the order the scenarios finish. A failed scenario's last lines are printed at once.
 parallel_molecule() {
-  local sc running=0 results=$LOGDIR/.molecule-results
-  : > "$results"
-  run_one() {
-    local sc=$1 start rc dur
-    start=$(date +%s)
-    molecule_test "$sc" > "$LOGDIR/molecule:$sc.log" 2>&1
-    rc=$?
-    dur=$(( $(date +%s) - start ))
-    printf '%s %s %s\n' "$sc" "$rc" "$dur" >> "$results"
-    printf '==> %s molecule:%s %ss\n' "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL)" "$sc" "$dur"
-  }
+  local sc running=0
   for sc in $(scenarios); do
     if [ "$running" -ge "$MOLECULE_JOBS" ]; then wait -n; running=$((running - 1)); fi
-    log "stage molecule:$sc (in parallel, log: $LOGDIR/molecule:$sc.log)"
-    run_one "$sc" &
+    QUIET=1 stage "molecule:$sc" molecule_test "$sc" &
     running=$((running + 1))
   done
   wait
-  while read -r sc rc dur; do
-    if [ "$rc" -eq 0 ]; then
-      summary+=("$(printf 'PASS  %-34s %5ss' "molecule:$sc" "$dur")"); n_pass=$((n_pass + 1))
-    else
-      summary+=("$(printf 'FAIL  %-34s %5ss  (rc=%s, log: %s)' "molecule:$sc" "$dur" "$rc" "tests/output/logs/molecule:$sc.log")"); n_fail=$((n_fail + 1))
-      tail -n 40 "$LOGDIR/molecule:$sc.log"
-    fi
-  done < "$results"
 }
 
-total_start=$(date +%s)
-for s in $STAGES; do
-  case $s in
+# run_stage NAME: one stage of STAGES (some run several stages one after the other).
+run_stage() {
+  case $1 in
     setup)
-      stage setup:host bash tests/infra/host.sh
+      run_stage host
+      run_stage venv ;;
+    host)
+      stage setup:host bash tests/infra/host.sh ;;
+    venv)
       stage setup:venv bash tests/infra/venv.sh ;;
     images)
+      # One after the other (alphabetical: the VM image reuses the container image's Debian tarball).
+      local b
       for b in tests/infra/build-*.sh; do
         [ -e "$b" ] && stage "images:$(basename "$b" .sh | sed 's/^build-//')" bash "$b"
       done ;;
@@ -145,10 +165,10 @@ for s in $STAGES; do
       fi ;;
     integration)
       if compgen -G 'tests/integration/test_*.py' >/dev/null; then
-        stage integration:pytest pytest -p no:cacheprovider -n 2 tests/integration
+        stage integration:pytest pytest -p no:cacheprovider -n 2 --durations=8 tests/integration
       else
         log "LOUD SKIP: no integration tests exist yet (tests/integration/test_*.py)"
-        summary+=("SKIP  integration (no tests yet)")
+        echo "SKIP integration 0 0 0 (no tests yet)" >> "$RESULTS"
       fi ;;
     install)
       # The collection as a user gets it: its tarball installed into an empty collections path and
@@ -159,11 +179,35 @@ for s in $STAGES; do
       stage demo:whole-stack bash tests/demo/run.sh
       # Seed 003's on-demand cluster: sbatch on an empty cluster -> resume -> nodes pull their
       # configuration -> the job runs -> idle -> suspend -> teardown (what `make demo-ondemand` shows).
+      # Not beside the whole-stack demo: both use the demo's podman networks and artifact port.
       stage demo:on-demand bash tests/demo/ondemand.sh ;;
-    *) die "unknown stage $s" ;;
+    *) die "unknown stage $1" ;;
   esac
+}
+
+total_start=$(date +%s)
+total_ticks=$(cpu_ticks)
+for group in $STAGES; do
+  IFS=+ read -r -a members <<< "$group"
+  if [ "${#members[@]}" -eq 1 ]; then
+    run_stage "$group"
+    continue
+  fi
+  # Stages joined by "+": each in the background with its output in its own log.
+  log "stages ${members[*]} at the same time"
+  for m in "${members[@]}"; do
+    QUIET=1 run_stage "$m" &
+  done
+  wait
 done
 
+summary=()
+while read -r status name dur cpu rc log; do
+  case $status in
+    SKIP) summary+=("$(printf 'SKIP  %-34s        %s' "$name" "$log")") ;;
+    *) summary+=("$(summary_line "$status" "$name" "$dur" "$cpu" "$rc" "$log")") ;;
+  esac
+done < "$RESULTS"
 if [ -s "$LOGDIR/.molecule-skipped" ]; then
   while read -r sc; do
     summary+=("$(printf 'SKIP  %-34s        (%s)' "molecule:$sc" "$(excluded_reason "$sc")")")
@@ -172,18 +216,18 @@ fi
 if [ -s "$LOGDIR/.molecule-retried" ]; then
   summary+=("NOTE  molecule scenarios that needed a second attempt: $(sort -u "$LOGDIR/.molecule-retried" | tr '\n' ' ')")
 fi
+n_pass=$(grep -c '^PASS ' "$RESULTS")
+n_fail=$(grep -c '^FAIL ' "$RESULTS")
 echo
-echo "make test summary (total $(( $(date +%s) - total_start ))s):"
+echo "make test summary (total $(( $(date +%s) - total_start ))s, cpu $(busy_pct "$total_ticks")% busy on $(nproc) CPUs):"
 printf '  %s\n' "${summary[@]}"
 # The last lines of each failed stage's log come after the summary, so that the tail of a CI
 # run's output says why a stage failed, not only that it did.
-for line in "${summary[@]}"; do
-  case $line in FAIL*) ;; *) continue ;; esac
-  log=${line##*log: }; log=${log%)}
-  case $log in /*) ;; *) log=$OCIGPU_ROOT/$log ;; esac
-  [ -f "$log" ] || continue
-  printf '\nlast lines of %s:\n' "${log#"$OCIGPU_ROOT"/}"
-  tail -n 15 "$log" | cut -c1-300 | sed 's/^/  | /'
-done
+while read -r status name dur cpu rc log; do
+  if [ "$status" = FAIL ] && [ -f "$log" ]; then
+    printf '\nlast lines of %s:\n' "${log#"$OCIGPU_ROOT"/}"
+    tail -n 15 "$log" | cut -c1-300 | sed 's/^/  | /'
+  fi
+done < "$RESULTS"
 echo "stages: $n_pass passed, $n_fail failed"
 [ "$n_fail" -eq 0 ]
