@@ -15,7 +15,7 @@ cd "$OCIGPU_ROOT" || exit 1
 # The default order: the Debian packages first; the venv (mostly downloads) beside the image
 # builds (mostly downloads and unpacking); the checks that need the venv together; the molecule
 # scenarios (MOLECULE_JOBS at a time); integration beside install; the demos last.
-STAGES=${STAGES:-host venv+images lint+sanity+unit molecule integration+install demo}
+STAGES=${STAGES:-host venv+images lint+sanity+unit molecule integration+install+demo}
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
 mkdir -p "$LOGDIR"
 rm -f "$LOGDIR/.molecule-retried" "$LOGDIR/.molecule-skipped"
