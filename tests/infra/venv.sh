@@ -18,7 +18,3 @@ fi
 mkdir -p "$OCIGPU_ROOT/.build/collections/ansible_collections/ocigpu"
 ln -sfn "$OCIGPU_ROOT" "$OCIGPU_ROOT/.build/collections/ansible_collections/ocigpu/cluster"
 
-# Mitogen's strategy plugins at a path that does not depend on the Python version, for the
-# scenarios that turn it on (molecule/node_vm: under emulation it makes a task 4-10x cheaper).
-ln -sfn "$("$VENV/bin/python" -c 'import ansible_mitogen, os; print(os.path.dirname(ansible_mitogen.__file__))')/plugins" \
-  "$OCIGPU_ROOT/.build/mitogen"

@@ -47,7 +47,7 @@ EOF
 for r in $(seq "$ROUNDS"); do
   for s in linear mitogen_linear; do
     log "round $r: $s"
-    ANSIBLE_STRATEGY_PLUGINS=$OCIGPU_ROOT/.build/mitogen/strategy ANSIBLE_STRATEGY=$s \
+    ANSIBLE_STRATEGY_PLUGINS=$OCIGPU_ROOT/tests/infra/mitogen/strategy ANSIBLE_STRATEGY=$s \
       ansible-playbook -i "$work/inventory" "$work/play.yml" > "$work/$s.$r.log" 2>&1
   done
 done
