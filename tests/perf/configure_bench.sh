@@ -17,21 +17,15 @@
 #   bash tests/perf/configure_bench.sh          # 2 and 8 nodes
 #   bash tests/perf/configure_bench.sh 2 4 8    # other counts
 #   FIRST_ONLY=1 bash tests/perf/configure_bench.sh 4    # the first run only
-#   STRATEGY=mitogen_linear bash tests/perf/configure_bench.sh 2   # with Mitogen's strategy, turned
-#                                                      # on the way docs/playbooks.md shows a user
+#   STRATEGY=ocigpu.cluster.mitogen_linear bash tests/perf/configure_bench.sh 2   # with Mitogen
 #
 # Needs what `make demo` needs (tests/infra/host.sh, venv.sh, build-image.sh). Logs: .build/perf/.
 set -euo pipefail
 . "$(dirname "$0")/../infra/lib.sh"
 cd "$OCIGPU_ROOT"
 export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_roles,ansible.posix.profile_tasks
-if [ -n "${STRATEGY:-}" ] && [ "$STRATEGY" != linear ]; then
-  # Mitogen's strategy, with its CPU pinning off as in the molecule scenarios (on two CPUs it pins
-  # the controller's processes, ssh among them, to one CPU: tests/infra/mitogen/strategy).
-  "$VENV/bin/python" -c 'import ansible_mitogen' || die "STRATEGY=$STRATEGY needs Mitogen in $VENV (tests/requirements.txt)"
-  ANSIBLE_STRATEGY_PLUGINS=$OCIGPU_ROOT/tests/infra/mitogen/strategy
-  export ANSIBLE_STRATEGY_PLUGINS ANSIBLE_STRATEGY=$STRATEGY
-fi
+# STRATEGY=ocigpu.cluster.mitogen_linear: Mitogen's strategy, as docs/playbooks.md turns it on.
+[ -z "${STRATEGY:-}" ] || export ANSIBLE_STRATEGY=$STRATEGY
 . "$OCIGPU_ROOT/tests/demo/lib.sh"
 
 counts=("$@")

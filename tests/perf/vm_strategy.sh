@@ -47,7 +47,8 @@ EOF
 for r in $(seq "$ROUNDS"); do
   for s in linear mitogen_linear; do
     log "round $r: $s"
-    ANSIBLE_STRATEGY_PLUGINS=$OCIGPU_ROOT/tests/infra/mitogen/strategy ANSIBLE_STRATEGY=$s \
+    # ocigpu.cluster.mitogen_linear: Mitogen's strategy, as molecule runs it.
+    ANSIBLE_COLLECTIONS_PATH=$OCIGPU_ROOT/.build/collections ANSIBLE_STRATEGY=${s/#mitogen_linear/ocigpu.cluster.mitogen_linear} \
       ansible-playbook -i "$work/inventory" "$work/play.yml" > "$work/$s.$r.log" 2>&1
   done
 done

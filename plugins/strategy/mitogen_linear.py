@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: mitogen_linear
+short_description: Mitogen's linear strategy, with the processes placed on CPUs by the kernel
+description:
+  - An optional speed-up for C(configure.yml) and the other playbooks. Ansible starts a Python process
+    on the host for every task; the L(Mitogen,https://mitogen.networkgenomics.com/ansible_detailed.html)
+    library keeps one per host (and per become user) for a whole play, so a task costs less. The
+    roles do the same work. Turn it on with C(ANSIBLE_STRATEGY=ocigpu.cluster.mitogen_linear) after
+    C(pip install mitogen); docs/playbooks.md has the figures measured with it.
+  - This plugin is Mitogen's own C(mitogen_linear) strategy with one change, the reason it exists.
+    Mitogen pins its processes to CPUs itself; on a controller with two or three CPUs it keeps CPU 0
+    for its connection multiplexer and pins every worker, and every process a worker starts (ssh
+    among them), to CPU 1, so one CPU does all the work. Here Mitogen's placement is swapped for its
+    base policy, which places nothing, so the kernel spreads the processes over every CPU. The
+    plugin also spares you from looking up where pip put Mitogen's strategy plugins.
+  - C(validate.yml) keeps Ansible's default strategy whatever is set here.
+author:
+  - ocigpu.cluster maintainers (@ocigpu)
+version_added: 0.2.0
+requirements:
+  - mitogen (tested with 0.3.54)
+"""
+
+from ansible.errors import AnsibleError
+from ansible.plugins.strategy.linear import StrategyModule as LinearStrategyModule
+
+try:
+    import ansible_mitogen.affinity
+    import ansible_mitogen.strategy
+except ImportError as exc:  # Mitogen is optional: the error says how to get it when the plugin is used.
+    MITOGEN_IMPORT_ERROR = exc
+else:
+    MITOGEN_IMPORT_ERROR = None
+    # Read by the multiplexer, the top-level process and each worker as they start, all after this.
+    ansible_mitogen.affinity.policy = ansible_mitogen.affinity.Policy()
+
+
+if MITOGEN_IMPORT_ERROR is None:
+    class StrategyModule(ansible_mitogen.strategy.StrategyMixin, LinearStrategyModule):
+        """Mitogen's linear strategy; the kernel places the processes."""
+else:
+    class StrategyModule(LinearStrategyModule):  # type: ignore[no-redef]
+        """Stands in for the strategy when Mitogen is missing, and says so."""
+
+        def __init__(self, *args, **kwargs):
+            raise AnsibleError('The ocigpu.cluster.mitogen_linear strategy needs the mitogen Python package on the '
+                               'controller (pip install mitogen; tested with 0.3.54): %s' % MITOGEN_IMPORT_ERROR)
