@@ -24,8 +24,9 @@ set -euo pipefail
 . "$(dirname "$0")/../infra/lib.sh"
 cd "$OCIGPU_ROOT"
 export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_roles,ansible.posix.profile_tasks
-# STRATEGY=ocigpu.cluster.mitogen_linear: Mitogen's strategy, as docs/playbooks.md turns it on.
-[ -z "${STRATEGY:-}" ] || export ANSIBLE_STRATEGY=$STRATEGY
+# STRATEGY=ocigpu.cluster.mitogen_linear: the configure runs and the calibration with Mitogen's
+# strategy, as docs/playbooks.md turns it on (provision and the stand-ins' wait keep the default).
+STRATEGY=${STRATEGY:-linear}
 . "$OCIGPU_ROOT/tests/demo/lib.sh"
 
 counts=("$@")
@@ -42,7 +43,7 @@ declare -a rows=() calib=()
 timed() {
   local log=$1 start; shift
   start=$(date +%s.%N)
-  ansible-playbook -i "$DEMO_WORK/demo.gpu_nodes.yml" playbooks/configure.yml --skip-tags nvme_scratch \
+  ANSIBLE_STRATEGY=$STRATEGY ansible-playbook -i "$DEMO_WORK/demo.gpu_nodes.yml" playbooks/configure.yml --skip-tags nvme_scratch \
     -e "@$DEMO_WORK/standin-vars.yml" "$@" > "$log" 2>&1 || { tail -30 "$log" >&2; die "configure failed; see $log"; }
   awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f\n", a - b }'
 }
@@ -72,7 +73,7 @@ calibrate() {
     for i in $(seq "$n"); do printf '    - name: set_fact %s\n      ansible.builtin.set_fact:\n        _calib: %s\n' "$i" "$i"; done
   } > "$play"
   # The SSH connections of the configure runs are still open (ControlPersist).
-  ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=all ansible-playbook -i "$DEMO_WORK/demo.gpu_nodes.yml" "$play" \
+  ANSIBLE_STRATEGY=$STRATEGY ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=all ansible-playbook -i "$DEMO_WORK/demo.gpu_nodes.yml" "$play" \
     > "$DEMO_WORK/calibrate.log" 2>&1 || { tail -20 "$DEMO_WORK/calibrate.log" >&2; log "calibration FAILED: no task-round figures"; echo "0 0"; return; }
   # The recap's per-task times, summed per kind.
   remote=$(awk '/^ping [0-9]+ -+ [0-9.]+s$/ { sub(/s$/, "", $NF); t += $NF } END { printf "%.3f", t }' "$DEMO_WORK/calibrate.log")
@@ -135,7 +136,7 @@ for n in "${counts[@]}"; do
 done
 
 echo
-echo "configure.yml over SSH through the bastion (whole stack but nvme_scratch), strategy ${STRATEGY:-linear}, seconds:"
+echo "configure.yml over SSH through the bastion (whole stack but nvme_scratch), strategy $STRATEGY, seconds:"
 printf '%5s  %8s  %8s %6s  %8s %6s  %8s %6s  %8s %6s  %9s\n' nodes first re-run share full share 'slurm' share 'slurm-cur' share 'changed*'
 printf '%s\n' "${rows[@]}"
 echo "  re-run: roles current on every host are skipped (role_records); full: configure_skip_unchanged=false,"
@@ -153,4 +154,4 @@ echo "  were one module run on every host"
 echo
 cat "$base/recaps.txt"
 echo
-echo "reproduce: ${STRATEGY:+STRATEGY=$STRATEGY }bash tests/perf/configure_bench.sh ${counts[*]}   (logs under .build/perf/)"
+echo "reproduce: STRATEGY=$STRATEGY bash tests/perf/configure_bench.sh ${counts[*]}   (logs under .build/perf/)"
