@@ -19,7 +19,8 @@ description:
     among them), to CPU 1, so one CPU does all the work. Here Mitogen's placement is swapped for its
     base policy, which places nothing, so the kernel spreads the processes over every CPU. The
     plugin also spares you from looking up where pip put Mitogen's strategy plugins.
-  - C(validate.yml) keeps Ansible's default strategy whatever is set here.
+  - The boot wait (C(boot_wait.yml), the first play of C(configure.yml)) and C(validate.yml) keep
+    Ansible's default strategy whatever is set here.
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 version_added: 0.2.0
