@@ -98,6 +98,10 @@ options:
       - V(display_name), V(hostname_label) (DNS label of the primary VNIC), V(private_ip),
         V(public_ip), V(id), or C(tag:<key>) for a freeform tag.
       - V(id) is always tried last, so every instance gets a name.
+      - When several hosts want the same name, it goes to a host of the cluster the name starts with
+        (C(<cluster>-...)), else to a host of some cluster over an untagged one, else to the older
+        instance; if that still ties, none of them takes it and each tries its next preference. So a
+        cluster's names never depend on OCIDs or on instances of other clusters named like its own.
     type: list
     elements: str
     default: [display_name, hostname_label, private_ip, id]
@@ -149,6 +153,13 @@ notes:
   - The RDMA index C(ocigpu_rdma_index) is the last octet of the primary private IP, the C(y) of
     the address C(192.168.x.y) that interface C(x) gets in the RDMA network (OCI's GPU cluster tutorial).
   - Strings that come from the API are marked unsafe, so a display name or tag cannot inject a template.
+  - Groups named after a cluster tag or a display name (C(cluster_*), C(cluster_network_*),
+    C(instance_pool_*), C(compute_cluster_*)) turn C(-) into C(_) for names of lower-case letters,
+    digits and dashes (the collection's own names); any other name also gets the first 8 hex digits
+    of its SHA-256, so C(Train-01) and C(train_01) never share a group.
+  - With O(cluster), only the cluster's own compartments are listed beyond C(list_instances), and
+    cluster networks, instance pools and compute clusters tagged with another cluster are not
+    listed at all, so the number of API calls does not grow with the other clusters of the tenancy.
 seealso:
   - name: Inventory plugin guide
     description: Examples for one cluster and for a whole tenancy, and benchmark figures.
@@ -178,6 +189,7 @@ compose:
   gpu_memory_total_gb: ocigpu_gpu_memory_gb * ocigpu_gpu_count
 """
 
+import hashlib
 import re
 import threading
 import time
@@ -223,6 +235,23 @@ _UNSAFE_GROUP_CHARS = re.compile(r'[^A-Za-z0-9_]')
 def safe_group(*parts):
     """Group name from parts: lower case, anything but [a-z0-9_] becomes '_'."""
     return _UNSAFE_GROUP_CHARS.sub('_', '_'.join(str(p) for p in parts if p)).lower()
+
+
+# A name as the collection makes them (cluster names, `<cluster>-cn`, `<cluster>-pool`): lower case,
+# digits and dashes; '-' becomes '_', which such a name never holds, so two of them never share a group.
+_PLAIN_NAME = re.compile(r'^[a-z0-9][a-z0-9-]*$')
+
+
+def named_group(prefix, value):
+    """The group of a user-chosen name (a cluster tag, a display name): `<prefix>_<name>`, with '-' as '_'.
+
+    Any other value (capitals, '_', other characters) gets the first 8 hex digits of its SHA-256 as a
+    suffix, so that values differing only in case or in '-'/'_' never share a group, whatever else
+    the tenancy holds."""
+    value = str(value)
+    if _PLAIN_NAME.match(value):
+        return '%s_%s' % (prefix, value.replace('-', '_'))
+    return '%s_%s' % (safe_group(prefix, value), hashlib.sha256(value.encode('utf-8')).hexdigest()[:8])
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -340,19 +369,56 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     # -- inventory -------------------------------------------------------------------------------
 
-    def _hostname(self, host, taken):
+    def _candidate(self, host, pref):
+        if pref.startswith('tag:'):
+            value = host['freeform_tags'].get(pref[4:])
+        elif pref in _HOSTNAME_KEYS:
+            value = host.get(pref)
+        else:
+            raise AnsibleError('ocigpu.cluster.gpu_nodes: hostnames: unknown preference %r (use %s or tag:<key>)'
+                               % (pref, ', '.join(_HOSTNAME_KEYS)))
+        return str(value) if value else None
+
+    @staticmethod
+    def _claim(host, name):
+        """How strongly a host claims a name; lower wins: a name that starts with the host's own cluster
+        name (`<cluster>-bastion`), then a host of some cluster, then an untagged one; then the older
+        instance. Never the OCID: a name depends on the instances that want it, not on ids."""
+        cluster = host['cluster']
+        if cluster and name.startswith(cluster + '-'):
+            rank = 0
+        elif cluster:
+            rank = 1
+        else:
+            rank = 2
+        return (rank, host['time_created'] or '')
+
+    def _hostnames(self, hosts):
+        """{instance id: inventory name}. Preference by preference, a name wanted by several hosts goes
+        to the one with the strongest claim (_claim); when the strongest claims tie, none takes it and
+        each tries its next preference. The OCID is always the last one, so every host gets a name."""
         prefs = list(self.get_option('hostnames')) + ['id']
+        names = {}
+        taken = set()
+        left = list(hosts)
         for pref in prefs:
-            if pref.startswith('tag:'):
-                value = host['freeform_tags'].get(pref[4:])
-            elif pref in _HOSTNAME_KEYS:
-                value = host.get(pref)
-            else:
-                raise AnsibleError('ocigpu.cluster.gpu_nodes: hostnames: unknown preference %r (use %s or tag:<key>)'
-                                   % (pref, ', '.join(_HOSTNAME_KEYS)))
-            if value and value not in taken:
-                return str(value)
-        raise AnsibleError('ocigpu.cluster.gpu_nodes: two instances share the OCID %s' % host['id'])
+            wanted = {}
+            for host in left:
+                name = self._candidate(host, pref)
+                if name and name not in taken:
+                    wanted.setdefault(name, []).append(host)
+            for name, claimants in wanted.items():
+                claims = sorted((self._claim(h, name), h['id']) for h in claimants)
+                if len(claims) > 1 and claims[0][0] == claims[1][0]:
+                    continue  # a tie: nobody takes it
+                names[claims[0][1]] = name
+                taken.add(name)
+            left = [h for h in left if h['id'] not in names]
+            if not left:
+                break
+        if left:
+            raise AnsibleError('ocigpu.cluster.gpu_nodes: two instances share the OCID %s' % left[0]['id'])
+        return names
 
     def _user(self, host):
         users = self.get_option('ansible_user_by_os') or {}
@@ -362,12 +428,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def populate(self, result):
         strict = self.get_option('strict')
         hosts = result['hosts']
-        names = {}
-        taken = set()
-        for host in hosts:
-            name = self._hostname(host, taken)
-            taken.add(name)
-            names[host['id']] = name
+        names = self._hostnames(hosts)
 
         bastions = {}
         controllers = {}
@@ -404,12 +465,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         on_demand = 'ocigpu-slurm-node' in (host['freeform_tags'] or {})
         groups = ['bastion' if host['role'] == _inventory.ROLE_BASTION else ('gpu_nodes_on_demand' if on_demand else 'gpu_nodes')]
         if host['cluster']:
-            groups.append(safe_group('cluster', host['cluster']))
+            groups.append(named_group('cluster', host['cluster']))
             if controllers.get(host['cluster']) is host:
                 groups.append('slurm_controller')
         for kind in ('cluster_network', 'instance_pool', 'compute_cluster'):
             if host.get(kind):
-                groups.append(safe_group(kind, host[kind]['name'] or host[kind]['id']))
+                groups.append(named_group(kind, host[kind]['name'] or host[kind]['id']))
         groups.append(safe_group('shape', host['shape']))
         if host['availability_domain']:
             groups.append(safe_group('ad', host['availability_domain']))

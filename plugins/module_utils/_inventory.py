@@ -7,17 +7,19 @@
 This module util is PRIVATE to the collection: it can change at any time.
 
 The number of API calls grows with compartments, subnets, clusters and images, never with the
-number of instances:
+number of instances, and for one cluster (``cluster``) never with the other clusters of the tenancy:
 
 1. compartments: one ``list_compartments`` over the tenancy subtree (plus ``get_compartment``
    for the configured roots);
-2. per region and compartment, all at once: ``list_instances``, ``list_vnic_attachments``
+2. per region and compartment, all at once: ``list_instances``;
+3. only where an instance was kept (a region and compartment that holds one): ``list_vnic_attachments``
    (no instance id: the whole compartment in one paged call), ``list_cluster_networks``,
    ``list_instance_pools`` and ``list_compute_clusters``;
-3. for the instances kept: per subnet ``get_subnet`` and ``list_private_ips``; per cluster
+4. for the instances kept: per subnet ``get_subnet`` and ``list_private_ips``; per cluster
    network its instances; per standalone pool its instances; per compute cluster its
-   instances; per image ``get_image``;
-4. ``get_vnic`` only for VNICs in subnets that allow public IPs (in practice the bastions),
+   instances; per image ``get_image``. With ``cluster``, a cluster network, pool or compute cluster
+   tagged with another cluster is not listed (the collection tags each with its cluster);
+5. ``get_vnic`` only for VNICs in subnets that allow public IPs (in practice the bastions),
    because a private IP record does not carry the public IP.
 
 Every call runs in a bounded thread pool, is paged to the end and retried (each page on its
@@ -184,25 +186,31 @@ class Discovery:
                             stack.append(child)
         return wanted
 
-    def _per_compartment(self, pool, compartments):
+    def _per_compartment(self, pool, scopes, keys):
+        """Run the list calls ``keys`` in every (region, compartment) of ``scopes``; {(region, cid, key): items}."""
+        calls = dict(
+            instances=(oci.core.ComputeClient, 'list_instances'),
+            attachments=(oci.core.ComputeClient, 'list_vnic_attachments'),
+            cluster_networks=(oci.core.ComputeManagementClient, 'list_cluster_networks'),
+            instance_pools=(oci.core.ComputeManagementClient, 'list_instance_pools'),
+            compute_clusters=(oci.core.ComputeClient, 'list_compute_clusters'))
+        state = {}
+        if len(self.lifecycle_states) == 1:
+            state['lifecycle_state'] = next(iter(self.lifecycle_states))
         jobs = []
-        for region in self.regions:
-            compute = (oci.core.ComputeClient, region)
-            mgmt = (oci.core.ComputeManagementClient, region)
-            for cid in compartments:
-                scope = dict(region=region, compartment_id=cid)
-                kw = {}
-                if len(self.lifecycle_states) == 1:
-                    kw['lifecycle_state'] = next(iter(self.lifecycle_states))
-                for key, client, method, extra in (
-                        ('instances', compute, 'list_instances', kw),
-                        ('attachments', compute, 'list_vnic_attachments', {}),
-                        ('cluster_networks', mgmt, 'list_cluster_networks', {}),
-                        ('instance_pools', mgmt, 'list_instance_pools', {}),
-                        ('compute_clusters', compute, 'list_compute_clusters', {})):
-                    jobs.append(((region, cid, key), method, scope,
-                                 lambda c=client, m=method, i=cid, e=extra: self._list(c, m, i, **e)))
+        for region, cid in scopes:
+            scope = dict(region=region, compartment_id=cid)
+            for key in keys:
+                client_cls, method = calls[key]
+                extra = state if key == 'instances' else {}
+                jobs.append(((region, cid, key), method, scope,
+                             lambda c=(client_cls, region), m=method, i=cid, e=extra: self._list(c, m, i, **e)))
         return self._run_all(pool, jobs)
+
+    def _other_cluster(self, resource):
+        """True when one cluster is asked for and the resource is tagged with another one."""
+        tag = (getattr(resource, 'freeform_tags', None) or {}).get(CLUSTER_TAG)
+        return bool(self.cluster) and tag is not None and tag != self.cluster
 
     def _role(self, inst):
         tags = inst.freeform_tags or {}
@@ -232,34 +240,43 @@ class Discovery:
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix='gpu_nodes') as pool:
             compartments = self._compartments(pool)
-            listed = self._per_compartment(pool, compartments)
+            every_scope = [(region, cid) for region in self.regions for cid in compartments]
+            listed = self._per_compartment(pool, every_scope, ('instances',))
 
             instances = {}
+            for (region, cid, key), items in listed.items():
+                for item in items:
+                    role = self._keep(item)
+                    if role:
+                        instances[item.id] = (region, role, item)
+            # The rest is listed only where a kept instance lives: for one cluster, its own compartments.
+            kept_scopes = sorted(set((region, inst.compartment_id) for region, role, inst in instances.values()))
+            listed.update(self._per_compartment(
+                pool, kept_scopes, ('attachments', 'cluster_networks', 'instance_pools', 'compute_clusters')))
+
             attachments = {}
             cluster_networks = {}
             pools = {}
             compute_clusters = {}
+            pools_in_networks = set()
             for (region, cid, key), items in listed.items():
                 for item in items:
-                    if key == 'instances':
-                        role = self._keep(item)
-                        if role:
-                            instances[item.id] = (region, role, item)
-                    elif key == 'attachments':
+                    if key == 'attachments':
                         if item.lifecycle_state == 'ATTACHED' and item.subnet_id:
                             attachments.setdefault(item.instance_id, []).append(item)
                     elif key == 'cluster_networks':
                         if item.lifecycle_state not in _GONE:
-                            cluster_networks[item.id] = (region, item)
+                            pools_in_networks.update(p.id for p in (item.instance_pools or []))
+                            if not self._other_cluster(item):
+                                cluster_networks[item.id] = (region, item)
                     elif key == 'instance_pools':
-                        if item.lifecycle_state not in _GONE:
+                        if item.lifecycle_state not in _GONE and not self._other_cluster(item):
                             pools[item.id] = (region, item)
                     elif key == 'compute_clusters':
-                        if item.lifecycle_state not in _GONE:
+                        if item.lifecycle_state not in _GONE and not self._other_cluster(item):
                             compute_clusters[item.id] = (region, item)
 
-            failed_lists = set((region, cid) for region in self.regions for cid in compartments
-                               if (region, cid, 'attachments') not in listed)
+            failed_lists = set(scope for scope in kept_scopes if scope + ('attachments',) not in listed)
             primary = {}
             for iid in instances:
                 atts = sorted(attachments.get(iid, []), key=lambda a: (a.nic_index or 0, str(a.time_created)))
@@ -293,8 +310,9 @@ class Discovery:
                                                              c.compartment_id, c.id)))
             for pid, (region, ip) in pools.items():
                 cnid = pool_of_cn.get(pid)
-                if cnid and len(cluster_networks[cnid][1].instance_pools or []) == 1:
-                    continue  # its cluster network's instance list already says which pool
+                if (cnid and len(cluster_networks[cnid][1].instance_pools or []) == 1) or (
+                        not cnid and pid in pools_in_networks):
+                    continue  # its cluster network's instance list says which pool, or it is another cluster's
                 mgmt = (oci.core.ComputeManagementClient, region)
                 jobs.append((('pool_instances', pid), 'list_instance_pool_instances',
                              dict(region=region, resource_id=pid),

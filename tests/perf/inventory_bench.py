@@ -45,6 +45,8 @@ FILLER_SHAPE = 'VM.Standard.E5.Flex'
 SCALES = {
     'large': dict(compartments=30, instances=2000, gpu_nodes=512, clusters=32, latency=0.020),
     'small': dict(compartments=4, instances=250, gpu_nodes=64, clusters=4, latency=0.020),
+    # One cluster (`cluster: gpu00`) in a crowded tenancy: 4,000 instances, 24 clusters of 16 nodes.
+    'crowded': dict(compartments=8, instances=4000, gpu_nodes=384, clusters=24, latency=0.020, cluster='gpu00'),
 }
 
 
@@ -134,12 +136,14 @@ def active_compartments(sim):
                if c['_tenancy'] == sim.tenancy_id and c['lifecycleState'] == 'ACTIVE')
 
 
-def expected_calls(compartments, clusters, images=2):
+def expected_calls(compartments, clusters, images=2, holding=None):
     """API requests for the benchmark layout (one page per list): the compartment listing and
-    the root; 5 lists per compartment (root included); per cluster the cluster network's
-    instances, get_subnet + list_private_ips for its 2 subnets and get_vnic for the bastion;
-    get_image per image. No term counts instances."""
-    return 2 + 5 * compartments + 6 * clusters + images
+    the root; list_instances per compartment (root included); in each of the `holding` compartments
+    that hold a cluster (default: one per cluster) the other 4 lists; per cluster the cluster
+    network's instances, get_subnet + list_private_ips for its 2 subnets and get_vnic for the
+    bastion; get_image per image. No term counts instances."""
+    holding = clusters if holding is None else holding
+    return 2 + compartments + 4 * holding + 6 * clusters + images
 
 
 # -- running ansible-inventory ---------------------------------------------------------------------
@@ -232,10 +236,14 @@ def measure(scale, tmp, figures=None, oracle_oci=None, params=None):
         started = time.monotonic()
         layout = seed_tenancy(sim, **params)
         seed_s = time.monotonic() - started
+        one = params.get('cluster')
+        if one:
+            layout = dict(layout, clusters=[c for c in layout['clusters'] if c['name'] == one])
         truth = expected_hosts(sim, layout)
         sim.faults.add(route='*', latency=params['latency'])
         cache_dir = os.path.join(tmp, '%s-cache' % scale)
-        config = write_config(os.path.join(tmp, '%s.gpu_nodes.yml' % scale), sim, cache_dir)
+        config = write_config(os.path.join(tmp, '%s.gpu_nodes.yml' % scale), sim, cache_dir,
+                              extra=dict(cluster=one) if one else None)
 
         sim.calls.reset()
         cold_wall, data, output = ansible_inventory(config)
@@ -250,13 +258,15 @@ def measure(scale, tmp, figures=None, oracle_oci=None, params=None):
         warm_calls = sim.calls.total()
         if hosts_of(data2) != found:
             raise AssertionError('warm (cached) inventory differs from the cold one')
+        clusters = len(layout['clusters'])
         result = dict(scale=scale, params=params, seed_seconds=round(seed_s, 2), hosts=len(found),
                       gpu_nodes=len(gpu), cold_wall=cold_wall, cold_plugin=cold_plugin,
                       warm_wall=warm_wall, warm_plugin=plugin_seconds(output2),
                       cold_calls=sum(cold_calls.values()), cold_calls_by_route=cold_calls, warm_calls=warm_calls,
-                      expected_calls=expected_calls(active_compartments(sim), params['clusters']))
+                      expected_calls=expected_calls(active_compartments(sim), clusters,
+                                                    holding=len(set(c['compartment_id'] for c in layout['clusters']))))
         if oracle_oci:
-            result['oracle'] = measure_oracle(sim, oracle_oci, tmp, scale)
+            result['oracle'] = measure_oracle(sim, oracle_oci, tmp, scale, cluster=one)
         return result
     finally:
         sim.stop()
@@ -306,8 +316,11 @@ oci.base_client.BaseClient.__init__ = _patched
 '''
 
 
-def measure_oracle(sim, checkout, tmp, scale):
-    """Run oracle.oci's `oci` inventory plugin against the same simulator (GPU shapes, private IPs)."""
+def measure_oracle(sim, checkout, tmp, scale, cluster=None):
+    """Run oracle.oci's `oci` inventory plugin against the same simulator (GPU shapes, private IPs).
+
+    For one cluster it filters on the cluster's freeform tag with its static `filters` option (which
+    works under ansible-core 2.19), not on the shape: its best working configuration for that host set."""
     colls = os.path.join(tmp, 'oracle-collections')
     target = os.path.join(colls, 'ansible_collections', 'oracle', 'oci')
     if not os.path.exists(target):
@@ -327,9 +340,10 @@ def measure_oracle(sim, checkout, tmp, scale):
             'hostname_format: private_ip',
             'fetch_db_hosts: false',
             'enable_ipv6: false',
+        ] + (['filters:', '  - freeform_tags:', '      %s: %s' % (CLUSTER_TAG, cluster)] if cluster else [
             'include_host_filters:',
             '  - "shape is match(\'.*GPU.*\')"',
-        ]) + '\n')
+        ])) + '\n')
     env = cli_env(dict(ANSIBLE_COLLECTIONS_PATH=colls + os.pathsep + COLLECTIONS,
                        PYTHONPATH=shim + os.pathsep + os.environ.get('PYTHONPATH', ''),
                        BENCH_OCI_ENDPOINT=sim.endpoint))
@@ -386,11 +400,12 @@ def report(results, baseline):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
-    parser.add_argument('--scale', choices=['both', 'large', 'small'], default='both')
+    parser.add_argument('--scale', choices=['both', 'large', 'small', 'crowded', 'all'], default='both',
+                        help='both: large and small; crowded: one cluster among 24 in 4,000 instances; all: the three')
     parser.add_argument('--oracle-oci', metavar='PATH', help='local checkout of oracle/oci-ansible-collection')
     parser.add_argument('--json', metavar='FILE', help='also write the figures as JSON')
     args = parser.parse_args(argv)
-    scales = ['large', 'small'] if args.scale == 'both' else [args.scale]
+    scales = dict(both=['large', 'small'], all=['large', 'small', 'crowded']).get(args.scale, [args.scale])
     tmp = tempfile.mkdtemp(prefix='ocigpu-inventory-bench-')
     try:
         baseline = baseline_seconds(tmp)
@@ -399,16 +414,23 @@ def main(argv=None):
         if args.json:
             with open(args.json, 'w') as f:
                 json.dump(dict(baseline=baseline, results=results), f, indent=2)
-        large = [r for r in results if r['scale'] == 'large']
-        if large:
-            r = large[0]
-            ok = r['cold_wall'] < 3.0 and r['warm_plugin'] < 0.5
-            figures = (r['cold_wall'], r['warm_plugin'], r['warm_wall'], baseline, r['hosts'], 'PASS' if ok else 'FAIL')
-            print('acceptance (large): cold discovery, whole ansible-inventory run %.2f s < 3 s; warm cache, '
-                  'plugin %.3f s < 0.5 s (whole run %.2f s: %.2f s start-up, the rest is ansible-inventory '
-                  'writing %d hosts as JSON): %s' % figures)
-            return 0 if ok else 1
-        return 0
+        failed = False
+        for r in results:
+            if r['scale'] == 'large':
+                ok = r['cold_wall'] < 3.0 and r['warm_plugin'] < 0.5
+                figures = (r['cold_wall'], r['warm_plugin'], r['warm_wall'], baseline, r['hosts'], 'PASS' if ok else 'FAIL')
+                print('acceptance (large): cold discovery, whole ansible-inventory run %.2f s < 3 s; warm cache, '
+                      'plugin %.3f s < 0.5 s (whole run %.2f s: %.2f s start-up, the rest is ansible-inventory '
+                      'writing %d hosts as JSON): %s' % figures)
+                failed = failed or not ok
+            elif r['scale'] == 'crowded':
+                ok = r['cold_calls'] <= 30 and r['cold_plugin'] <= 1.0
+                print('acceptance (crowded): one cluster of %d hosts among %d clusters and %d instances: %d API '
+                      'calls <= 30, plugin %.2f s cold <= 1 s: %s' % (
+                          r['hosts'], r['params']['clusters'], r['params']['instances'], r['cold_calls'],
+                          r['cold_plugin'], 'PASS' if ok else 'FAIL'))
+                failed = failed or not ok
+        return 1 if failed else 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -303,12 +303,17 @@ def test_remote_strings_are_unsafe_and_names_always_exist(ocisim, inventory, two
     assert by_id[alpha['nodes'][0]]['name'] == evil
     assert by_id[alpha['nodes'][0]]['oci_display_name'] == evil
     assert not is_trusted_as_template(by_id[alpha['nodes'][0]]['oci_display_name'])
-    first, second = sorted(alpha['nodes'][1:], key=lambda i: i)
-    assert by_id[first]['name'] == twin
-    vnic = ocisim.state.vnics[by_id[second]['oci_vnic_id']]
-    # the next preference that gives an unused name: the DNS label, else the private IP
-    assert by_id[second]['name'] == (vnic['hostnameLabel'] if vnic['hostnameLabel'] != twin else vnic['privateIp'])
+    # Twins launched at the same time: neither takes the name, each its next preference (the DNS label).
+    for iid in alpha['nodes'][1:]:
+        vnic = ocisim.state.vnics[by_id[iid]['oci_vnic_id']]
+        assert by_id[iid]['name'] == vnic['hostnameLabel'] != twin
     assert len(result.hosts) == len(two_clusters['truth'])
+    # The older twin keeps the name, whichever OCID sorts first.
+    for older, newer in (alpha['nodes'][1:], alpha['nodes'][:0:-1]):
+        ocisim.state.instances[older]['timeCreated'] = '2026-01-01T00:00:00.000Z'
+        ocisim.state.instances[newer]['timeCreated'] = '2026-02-01T00:00:00.000Z'
+        by_id = inventory().by_id()
+        assert by_id[older]['name'] == twin and by_id[newer]['name'] != twin
 
     result = inventory(hostnames=['tag:missing'])
     assert sorted(result.by_id()[i]['name'] for i in alpha['nodes']) == sorted(alpha['nodes'])
@@ -427,3 +432,51 @@ def test_a_replacement_carries_its_slurm_name_and_stays_a_pushed_node(ocisim, in
     assert hosts[new[0]]['name'] in result.groups['gpu_nodes'] and result.groups.get('gpu_nodes_on_demand', []) == []
     assert hosts[new[0]]['ocigpu_slurm_name'] == 'inst-old42'
     assert all('ocigpu_slurm_name' not in hosts[i] for i in a['nodes'])
+
+
+def test_names_and_groups_depend_on_the_clusters_own_instances(ocisim, inventory, two_clusters):
+    """Tenancy-wide: a node of another cluster renamed like this cluster's bastion, an untagged copy
+    named like one of its nodes (both older and with smaller OCIDs than the originals would not
+    matter), and tags that differ only in case or '-'/'_' change none of alpha's names or groups."""
+    alpha, beta = two_clusters['alpha'], two_clusters['beta']
+    before = inventory()
+    names = {iid: before.by_id()[iid]['name'] for iid in alpha['nodes'] + [alpha['bastion']]}
+    old = '2020-01-01T00:00:00.000Z'
+    intruder = ocisim.state.instances[beta['nodes'][0]]
+    intruder['displayName'], intruder['timeCreated'] = 'alpha-bastion', old
+    copy = ocisim.seed_instances(1, [two_clusters['child']], shape='BM.GPU4.8', name_prefix='copy')[0]
+    ocisim.state.instances[copy]['displayName'] = names[alpha['nodes'][0]]
+    ocisim.state.instances[copy]['timeCreated'] = old
+    look_alikes = [_cluster(ocisim, tag, 1, two_clusters['child'], 5 + i)
+                   for i, tag in enumerate(['Alpha', 'alpha_'])]
+    after = inventory()
+    by_id = after.by_id()
+    assert {iid: by_id[iid]['name'] for iid in names} == names
+    assert by_id[beta['nodes'][0]]['name'] != 'alpha-bastion'
+    assert by_id[copy]['name'] != names[alpha['nodes'][0]]
+    assert after.groups['cluster_alpha'] == before.groups['cluster_alpha'] == sorted(names.values())
+    look_alike_groups = [g for g in after.groups if g.startswith('cluster_alpha_')]
+    assert len(look_alike_groups) == 2 and len(set(look_alike_groups)) == 2
+    for cluster in look_alikes:
+        assert sum(by_id[cluster['bastion']]['name'] in after.groups[g] for g in look_alike_groups) == 1
+
+
+def test_one_clusters_calls_do_not_grow_with_other_clusters(ocisim, inventory):
+    """With cluster set, 20 more clusters in the tenancy (in its compartment and in others) add no call."""
+    home = ocisim.add_compartment('home')['id']
+    others = [ocisim.add_compartment('other%d' % i)['id'] for i in range(3)]
+    mine = _cluster(ocisim, 'mine', 4, home, 0)
+    _cluster(ocisim, 'first', 2, others[0], 1)
+
+    def calls():
+        ocisim.calls.reset()
+        result = inventory(cluster='mine')
+        assert set(result.by_id()) == set(mine['nodes'] + [mine['bastion']])
+        return ocisim.calls.as_dict()
+
+    alone = calls()
+    for i in range(20):
+        _cluster(ocisim, 'more%02d' % i, 2, home if i % 2 == 0 else others[i % 3], 2 + i)
+    crowded = calls()
+    assert crowded == alone
+    assert sum(crowded.values()) <= 30
