@@ -136,7 +136,7 @@ if [ -n "$CAPACITY" ]; then
     "$endpoint/_admin/capacity" >/dev/null
 fi
 declare -a job_ids=() job_sizes=()
-declare -A job_told=() job_done=() job_host=()
+declare -A job_told=() job_done=() job_host=() job_completed_once=()
 i=0
 for n in $JOBS; do
   i=$((i + 1))
@@ -180,20 +180,39 @@ for _ in $(seq 1500); do
       id=${job_ids[$k]}
       line=$(printf '%s\n' "$queue" | grep "^$id|" || true)
       IFS='|' read -r _ jstate jhost jcomment <<< "$line"
+      # The batch host of the current attempt only: a job requeued after a failed resume is PENDING
+      # again, and the host of its failed attempt is gone.
       [ -z "$line" ] || [ "$jhost" = n/a ] || [ -z "$jhost" ] || job_host[$id]=$jhost
+      [ "${jstate:-}" != PENDING ] || unset "job_host[$id]"
       if [ -z "${job_told[$id]:-}" ] && [[ "${jcomment:-}" == ocigpu-autoscaler:* ]]; then
         job_told[$id]=$(echo "$(date +%s.%N) - $t_submit" | bc)
         mark "job $id told after ${job_told[$id]}s: ${jcomment}"
       fi
-      # A job missing from squeue's answer has ended only if scontrol says so (or has forgotten it):
-      # a job requeued after a failed resume can be missing from one answer.
+      # A job missing from squeue's answer has ended only if scontrol says so, or has forgotten a job
+      # that was seen on a host: a job requeued after a failed resume can be missing from one answer.
       if [ -z "$line" ] && [ -z "${job_done[$id]:-}" ]; then
-        jstate=$(on_ctl scontrol -o show job "$id" 2>&1 | grep -o 'JobState=[A-Z_]*\|Invalid job id' | head -1 || true)
-        case $jstate in 'Invalid job id'|JobState=COMPLETED) jstate=COMPLETED ;; *) jstate=${jstate#JobState=} ;; esac
+        jinfo=$(on_ctl scontrol -o show job "$id" 2>&1 || true)
+        jstate=$(printf '%s' "$jinfo" | grep -o 'JobState=[A-Z_]*\|Invalid job id' | head -1 || true)
+        case $jstate in
+          JobState=COMPLETED) jstate=COMPLETED ;;
+          'Invalid job id') if [ -n "${job_host[$id]:-}" ]; then jstate=COMPLETED; else jstate=UNKNOWN; fi ;;
+          *) jstate=${jstate#JobState=} ;;
+        esac
       fi
+      # Ended: COMPLETED in two answers in a row (never a passing state of a requeue), read on the batch
+      # host that scontrol names for it.
       if [ -z "${job_done[$id]:-}" ] && [ "${jstate:-}" = COMPLETED ]; then
-        job_done[$id]=$(date +%s.%N)
-        mark "job $id ended on ${job_host[$id]:-?}: $(read_output "$id" "${job_host[$id]:-}")"
+        if [ -z "${job_completed_once[$id]:-}" ]; then
+          job_completed_once[$id]=1
+        else
+          jinfo=$(on_ctl scontrol -o show job "$id" 2>&1 || true)
+          bhost=$(printf '%s' "$jinfo" | grep -o 'BatchHost=[^ ]*' | cut -d= -f2 || true)
+          [ -z "$bhost" ] || job_host[$id]=$bhost
+          job_done[$id]=$(date +%s.%N)
+          mark "job $id ended on ${job_host[$id]:-?} ($(printf '%s' "$jinfo" | grep -o 'JobState=[^ ]*\|Restarts=[^ ]*\|ExitCode=[^ ]*' | tr '\n' ' ')): $(read_output "$id" "${job_host[$id]:-}")"
+        fi
+      else
+        unset "job_completed_once[$id]"
       fi
       case "${jstate:-}" in FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) die "job $id ended $jstate" ;; esac
     done
@@ -237,6 +256,9 @@ fi
 if grep -q 'unexpected error' "$work/autoscaler.log"; then problems+=("the autoscaler log has unexpected errors"); fi
 if [ "${#problems[@]}" -gt 0 ]; then
   tail -40 "$work/autoscaler.log"
+  # The jobs' own lines of the timeline last: a failed run's tail shows them.
+  echo "   the jobs' timeline:"
+  printf '%s\n' "${timeline[@]}" | grep -E 'job [0-9]+ |submitted|restarted' | sed 's/^/   /'
   die "$(printf '%s; ' "${problems[@]}")see $work/"
 fi
 mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was told why and ran when hosts came back}; no node was DOWN"
