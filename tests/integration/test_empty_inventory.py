@@ -50,3 +50,14 @@ def test_configure_without_gpu_nodes_stops_unless_none_are_wanted(tmp_path):
                        '-e', 'gpu_node_count=0')
     assert 'holds no' not in out.stdout
     assert out.returncode == 0
+
+
+def test_a_node_that_joins_by_itself_needs_no_bastion(tmp_path):
+    """The pull of an on-demand or replaced node runs configure.yml against itself alone."""
+    inventory = '[gpu_nodes]\ngpu-7 ansible_connection=local ansible_python_interpreter=%s\n' % sys.executable
+    out = run_playbook(tmp_path, 'configure.yml', 'inventory.ini', inventory, '--tags', 'never')
+    assert 'The inventory holds no bastion' in out.stdout and out.returncode != 0
+    out = run_playbook(tmp_path, 'configure.yml', 'inventory.ini', inventory, '--tags', 'never',
+                       '-e', 'slurm_conf_server=198.18.121.10:6817')
+    assert 'holds no' not in out.stdout
+    assert out.returncode == 0
