@@ -132,6 +132,15 @@ options:
         bastion; any other value is the display name of the instance to use.
     type: str
     default: bastion
+  topology:
+    description:
+      - Read where each bare-metal node sits in OCI's RDMA fabric (its HPC island, network block and
+        local block, from the Compute Hosts API) into C(oci_hpc_island_id), C(oci_network_block_id)
+        and C(oci_local_block_id), with one paged C(list_compute_hosts) per compartment that holds a
+        bare-metal node.
+      - Where a policy does not allow it (401, 403, 404), those variables are null and a warning says so.
+    type: bool
+    default: true
   max_workers:
     description: Number of API calls in flight at once.
     type: int
@@ -334,11 +343,14 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             include_bastions=self.get_option('include_bastions'),
             lifecycle_states=self.get_option('lifecycle_states'),
             max_workers=self.get_option('max_workers'),
+            topology=self.get_option('topology'),
         )
         result = discovery.run()
         display.vvv('ocigpu.cluster.gpu_nodes: %d hosts, %d API requests, %d retries, %.2f s'
                     % (len(result['hosts']), result['calls'], retrier.retries, result['seconds']))
         self._report_errors(result['errors'])
+        for warning in result.get('warnings') or []:
+            display.warning('ocigpu.cluster.gpu_nodes: %s' % warning)
         return result
 
     def _compartments(self, tenancy):
@@ -515,6 +527,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             oci_instance_pool_name=(host['instance_pool'] or {}).get('name'),
             oci_compute_cluster_id=(host['compute_cluster'] or {}).get('id'),
             oci_compute_cluster_name=(host['compute_cluster'] or {}).get('name'),
+            oci_hpc_island_id=host.get('hpc_island_id'),
+            oci_network_block_id=host.get('network_block_id'),
+            oci_local_block_id=host.get('local_block_id'),
             ocigpu_role=host['role'],
             ocigpu_cluster=host['cluster'],
         )

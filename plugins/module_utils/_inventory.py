@@ -20,7 +20,9 @@ number of instances, and for one cluster (``cluster``) never with the other clus
    instances; per image ``get_image``. With ``cluster``, a cluster network, pool or compute cluster
    tagged with another cluster is not listed (the collection tags each with its cluster);
 5. ``get_vnic`` only for VNICs in subnets that allow public IPs (in practice the bastions),
-   because a private IP record does not carry the public IP.
+   because a private IP record does not carry the public IP;
+6. with ``topology`` (the default), ``list_compute_hosts`` per region and compartment that holds a
+   kept bare-metal instance: each node's HPC island, network block and local block.
 
 Every call runs in a bounded thread pool, is paged to the end and retried (each page on its
 own) with the collection's capped, jittered backoff (``_oci.Retrier``). A failed call is recorded in ``errors`` with its scope; the caller decides
@@ -80,7 +82,7 @@ class Discovery:
 
     def __init__(self, client_for, retrier, tenancy_id, regions, compartments=None, cluster=None,
                  shapes=None, is_gpu_shape=None, include_bastions=True,
-                 lifecycle_states=('RUNNING',), max_workers=16, page_limit=1000):
+                 lifecycle_states=('RUNNING',), max_workers=16, page_limit=1000, topology=True):
         self._client_for = client_for
         self.retrier = retrier
         self.tenancy_id = tenancy_id
@@ -93,6 +95,8 @@ class Discovery:
         self.lifecycle_states = set(s.upper() for s in lifecycle_states)
         self.max_workers = max(1, int(max_workers))
         self.page_limit = page_limit
+        self.topology = topology
+        self.warnings = []
         self.errors = []
         self.calls = 0
         self._lock = threading.Lock()
@@ -186,8 +190,9 @@ class Discovery:
                             stack.append(child)
         return wanted
 
-    def _per_compartment(self, pool, scopes, keys):
-        """Run the list calls ``keys`` in every (region, compartment) of ``scopes``; {(region, cid, key): items}."""
+    def _per_compartment(self, scopes, keys):
+        """Jobs for _run_all: the list calls ``keys`` in every (region, compartment) of ``scopes``, keyed
+        (region, cid, key)."""
         calls = dict(
             instances=(oci.core.ComputeClient, 'list_instances'),
             attachments=(oci.core.ComputeClient, 'list_vnic_attachments'),
@@ -205,7 +210,7 @@ class Discovery:
                 extra = state if key == 'instances' else {}
                 jobs.append(((region, cid, key), method, scope,
                              lambda c=(client_cls, region), m=method, i=cid, e=extra: self._list(c, m, i, **e)))
-        return self._run_all(pool, jobs)
+        return jobs
 
     def _other_cluster(self, resource):
         """True when one cluster is asked for and the resource is tagged with another one."""
@@ -241,7 +246,7 @@ class Discovery:
         with ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix='gpu_nodes') as pool:
             compartments = self._compartments(pool)
             every_scope = [(region, cid) for region in self.regions for cid in compartments]
-            listed = self._per_compartment(pool, every_scope, ('instances',))
+            listed = self._run_all(pool, self._per_compartment(every_scope, ('instances',)))
 
             instances = {}
             for (region, cid, key), items in listed.items():
@@ -251,8 +256,24 @@ class Discovery:
                         instances[item.id] = (region, role, item)
             # The rest is listed only where a kept instance lives: for one cluster, its own compartments.
             kept_scopes = sorted(set((region, inst.compartment_id) for region, role, inst in instances.values()))
-            listed.update(self._per_compartment(
-                pool, kept_scopes, ('attachments', 'cluster_networks', 'instance_pools', 'compute_clusters')))
+            # With topology, the compute hosts of the compartments that hold a kept bare-metal node too.
+            bare_metal = sorted(set((region, inst.compartment_id) for region, role, inst in instances.values()
+                                    if (inst.shape or '').startswith('BM.'))) if self.topology else []
+            listed.update(self._run_all(pool, self._per_compartment(
+                kept_scopes, ('attachments', 'cluster_networks', 'instance_pools', 'compute_clusters'))
+                + [((region, cid, 'compute_hosts'), 'list_compute_hosts', dict(region=region, compartment_id=cid),
+                    lambda c=(oci.core.ComputeClient, region), i=cid: self._hosts_or_none(c, i))
+                   for region, cid in bare_metal]))
+            hosts_of = {}
+            for region, cid in bare_metal:
+                items = listed.get((region, cid, 'compute_hosts'), [])
+                if items is None:
+                    self.warnings.append(
+                        'list_compute_hosts (region=%s, compartment_id=%s): not allowed or not found; the nodes '
+                        'there have no HPC island, network block or local block' % (region, cid))
+                for summary in items or []:
+                    if summary.instance_id in instances:
+                        hosts_of[summary.instance_id] = summary
 
             attachments = {}
             cluster_networks = {}
@@ -260,7 +281,7 @@ class Discovery:
             compute_clusters = {}
             pools_in_networks = set()
             for (region, cid, key), items in listed.items():
-                for item in items:
+                for item in items or []:
                     if key == 'attachments':
                         if item.lifecycle_state == 'ATTACHED' and item.subnet_id:
                             attachments.setdefault(item.instance_id, []).append(item)
@@ -409,6 +430,10 @@ class Discovery:
                 instance_pool=None,
                 compute_cluster=None,
             )
+            where = hosts_of.get(iid)
+            host.update(hpc_island_id=where.hpc_island_id if where else None,
+                        network_block_id=where.network_block_id if where else None,
+                        local_block_id=where.local_block_id if where else None)
             host.update(membership.get(iid, {}))
             if inst.lifecycle_state != 'RUNNING' or (region, inst.compartment_id) in failed_lists:
                 pass  # not running: VNICs may still be attaching; failed listing: already reported
@@ -419,8 +444,19 @@ class Discovery:
                 self._fail('list_private_ips', RuntimeError('no primary private IP found for VNIC %s' % att.vnic_id),
                            region=region, resource_id=iid)
             hosts.append(host)
-        return dict(hosts=hosts, errors=list(self.errors), calls=self.calls,
+        return dict(hosts=hosts, errors=list(self.errors), warnings=list(self.warnings), calls=self.calls,
                     seconds=round(time.monotonic() - started, 3))
+
+    def _hosts_or_none(self, compute, compartment_id):
+        """The compartment's compute hosts (HPC island, network block, local block of each bare-metal
+        instance), or None where a policy hides them (401/403/404): the location is then unknown,
+        with a warning; any other failure is an error."""
+        try:
+            return self._list(compute, 'list_compute_hosts', compartment_id)
+        except oci.exceptions.ServiceError as exc:
+            if exc.status in (401, 403, 404):
+                return None
+            raise
 
     def _image(self, compute, image_id):
         """Image facts, or None when the image no longer exists (a normal state for old images)."""

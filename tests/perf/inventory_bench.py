@@ -139,11 +139,12 @@ def active_compartments(sim):
 def expected_calls(compartments, clusters, images=2, holding=None):
     """API requests for the benchmark layout (one page per list): the compartment listing and
     the root; list_instances per compartment (root included); in each of the `holding` compartments
-    that hold a cluster (default: one per cluster) the other 4 lists; per cluster the cluster
-    network's instances, get_subnet + list_private_ips for its 2 subnets and get_vnic for the
-    bastion; get_image per image. No term counts instances."""
+    that hold a cluster (default: one per cluster) the other 4 lists and list_compute_hosts (the
+    nodes are bare metal); per cluster the cluster network's instances, get_subnet +
+    list_private_ips for its 2 subnets and get_vnic for the bastion; get_image per image. No term
+    counts instances."""
     holding = clusters if holding is None else holding
-    return 2 + compartments + 4 * holding + 6 * clusters + images
+    return 2 + compartments + 5 * holding + 6 * clusters + images
 
 
 # -- running ansible-inventory ---------------------------------------------------------------------

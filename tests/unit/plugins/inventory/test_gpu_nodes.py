@@ -480,3 +480,31 @@ def test_one_clusters_calls_do_not_grow_with_other_clusters(ocisim, inventory):
     crowded = calls()
     assert crowded == alone
     assert sum(crowded.values()) <= 30
+
+
+def test_each_bare_metal_node_knows_where_it_sits_in_the_fabric(ocisim, inventory, two_clusters):
+    """HPC island, network block and local block from the Compute Hosts API, as the simulator's host
+    records hold them; null on the bastion (a VM) and, with a warning, where a policy hides the hosts."""
+    from tests.ocisim import compute as sim_compute
+    alpha = two_clusters['alpha']
+    by_id = inventory().by_id()
+    for iid in alpha['nodes'] + two_clusters['beta']['nodes']:
+        host = sim_compute.host_of(ocisim, ocisim.state.instances[iid])
+        node = by_id[iid]
+        assert (node['oci_hpc_island_id'], node['oci_network_block_id'], node['oci_local_block_id']) == (
+            host['hpcIslandId'], host['networkBlockId'], host['localBlockId'])
+    assert len({by_id[i]['oci_network_block_id'] for i in alpha['nodes']}) == 1  # one cluster network
+    assert by_id[alpha['bastion']]['oci_local_block_id'] is None
+
+    ocisim.faults.add('GET /computeHosts', status=404, code='NotAuthorizedOrNotFound')
+    by_id = inventory().by_id()
+    assert all(by_id[i]['oci_local_block_id'] is None for i in alpha['nodes'])
+    assert any('list_compute_hosts' in w and 'no HPC island' in w for w in inventory.warnings)
+
+    assert 'GET /computeHosts' not in _routes_called(ocisim, inventory, topology=False)
+
+
+def _routes_called(ocisim, inventory, **options):
+    ocisim.calls.reset()
+    inventory(**options)
+    return ocisim.calls.as_dict()
