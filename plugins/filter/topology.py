@@ -31,7 +31,9 @@ options:
     elements: dict
     required: true
   unknown:
-    description: More Slurm node names (or hostlists) whose place is unknown, such as the on-demand nodes.
+    description:
+      - More Slurm node names (or hostlists) whose place is unknown, such as the on-demand nodes, or
+        slurm.conf C(NodeName=) lines (the role's C(slurm_extra_nodes)), whose C(NodeName) is taken.
     type: list
     elements: str
     default: []
@@ -56,9 +58,14 @@ _value:
   elements: str
 """
 
+import re
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist
+
+
+_NODE_NAME = re.compile(r'\bNodeName=(\S+)')
 
 
 def _short_names(prefix, ids):
@@ -80,7 +87,10 @@ def _get(mapping, key):
 
 def slurm_topology(nodes, unknown=None):
     placed = {}
-    lost = list(unknown or [])
+    lost = []
+    for item in unknown or []:
+        found = _NODE_NAME.search(str(item))
+        lost.append(found.group(1) if found else str(item).strip())
     for node in nodes or []:
         name = _get(node, 'name') or _get(_get(node, 'ansible_facts') or {}, 'hostname')
         if not name:

@@ -47,7 +47,7 @@ def test_the_same_nodes_in_any_order_give_the_same_file_and_inventory_names_work
 def test_an_unknown_place_goes_to_a_catch_all_switch_under_a_root():
     nodes = thirty_two()
     nodes[4]['local_block_id'] = None              # its compute host could not be read
-    lines = slurm_topology(nodes, unknown=['ondemand-[1-8]'])
+    lines = slurm_topology(nodes, unknown=['NodeName=ondemand-[1-8] CPUs=2 RealMemory=1000 State=CLOUD'])
     assert 'SwitchName=lb-ocal0001 Nodes=gpu-[1-4,6-12]' in lines
     assert lines[-2:] == ['SwitchName=unknown Nodes=gpu-5,ondemand-[1-8]',
                           'SwitchName=root Switches=is-land0001,unknown']
