@@ -167,6 +167,25 @@ echo "   both repaired in $(( $(date +%s) - start ))s; the roles ran on every ho
 awk '/^(TASK|RUNNING HANDLER) \[/ { t = $0; sub(/ \*+$/, "", t) } /^changed: / { print t "  " $1 " " $2 }' "$work/configure-3.log" \
   | grep -v 'Record what each role' | sed 's/^/     /'
 
+hostvar() {  # hostvar INVENTORY_JSON HOST VAR
+  jq -r --arg h "$2" --arg v "$3" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h][$v] // "" | s' "$1"
+}
+# check_topology INVENTORY_JSON: slurmctld's topology puts every GPU node of the inventory in the
+# switch of its local block (lb-<the OCID's last 8 characters>), as the Compute Hosts API places it.
+check_topology() {
+  local topo h ip lb name
+  topo=$(on_ctl scontrol show topology)
+  for h in $(jq -r '.gpu_nodes.hosts[]' "$1"); do
+    ip=$(hostvar "$1" "$h" ansible_host)
+    lb=$(hostvar "$1" "$h" oci_local_block_id)
+    [ -n "$lb" ] || die "$h has no local block in the inventory ($1)"
+    name=$(on_ctl scontrol show node --oneliner | awk -v ip="$ip" '$0 ~ "NodeAddr=" ip " " { sub(/^NodeName=/, "", $1); print $1 }')
+    printf '%s\n' "$topo" | grep -qE "^SwitchName=lb-${lb: -8} .*Nodes=$name( |\$)" \
+      || die "scontrol show topology does not put $name ($h) in its local block lb-${lb: -8}: $topo"
+  done
+  printf '%s\n' "$topo" | sed 's/^/   topology: /'
+}
+
 step "6. A container job across both nodes, with the firewall on"
 start=$(date +%s)
 # slurmd registers a moment after its restart: wait until both nodes are idle.
@@ -175,6 +194,8 @@ for _ in $(seq 60); do
   sleep 1
 done
 on_ctl sinfo | sed 's/^/   /'
+# topology.conf from where the simulator's Compute Hosts API puts each node (a local block each).
+check_topology "$work/inventory.json"
 # An image made here: a folder with a static busybox and its own os-release, unpacked on each node
 # (the pyxis stand-in enters an unpacked image folder; real pyxis imports the image with enroot).
 img=$work/image/rootfs
@@ -259,9 +280,6 @@ step "9. Replacing a node under the same Slurm name (a sick node's new instance)
 start=$(date +%s)
 slurm2=$(on_ctl scontrol show node --oneliner | awk -v ip="$ip2" '$0 ~ "NodeAddr=" ip " " { sub(/^NodeName=/, "", $1); print $1 }')
 [ -n "$slurm2" ] || die "no Slurm node has the address $ip2"
-hostvar() {  # hostvar INVENTORY_JSON HOST VAR
-  jq -r --arg h "$2" --arg v "$3" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h][$v] // "" | s' "$1"
-}
 old_id=$(hostvar "$work/inventory.json" "$node2" oci_instance_id)
 run_playbook "provision: replace $node2" "$work/provision-replace.log" playbooks/provision.yml \
   -e "@$work/cluster.yml" -e "{\"gpu_replace_nodes\": [\"$node2\"]}" -e gpu_drain_poll_seconds=2
@@ -300,6 +318,10 @@ echo "   scontrol: $line"
 answer=$(on_ctl srun -w "$slurm2" hostname)
 echo "   srun -w $slurm2 hostname: $answer"
 [ "$answer" = "$slurm2" ] || die "the new node answered '$answer', not $slurm2"
+# The new instance sits on another host: the name moved to the switch of its local block.
+[ "$(hostvar "$work/inventory-replaced.json" "$node2" oci_local_block_id)" != "$(hostvar "$work/inventory.json" "$node2" oci_local_block_id)" ] \
+  || die "the replacement has the old node's local block; the check below would show nothing"
+check_topology "$work/inventory-replaced.json"
 ip2=$new_ip
 record "replace a node under its Slurm name" $(( $(date +%s) - start ))
 
