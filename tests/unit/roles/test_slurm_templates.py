@@ -15,6 +15,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from tests.unit import _collection_loader
 from tests.unit.roles._trust import trust
 
 ROLE = pathlib.Path(__file__).resolve().parents[3] / 'roles' / 'slurm'
@@ -32,6 +33,7 @@ def gpu_node(name, ip, count=8, gtype='a100', pmix=True, nvml=False, nvidia=True
 
 
 def templar(nodes, **overrides):
+    _collection_loader.install()  # the role's vars use the collection's filters (slurm_topology)
     loader = DataLoader()
     loader.set_basedir(str(ROLE / 'templates'))
     variables = trust(yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text()))
@@ -216,3 +218,22 @@ def test_the_controller_is_reached_on_its_private_address():
     text = t.template(trust_as_template((ROLE / 'templates' / 'slurm.conf.j2').read_text()))
     assert conf(text)['SlurmctldHost'] == 'bastion(10.0.0.7)'
     assert conf(render('slurm.conf.j2', GPU_NODES))['SlurmctldHost'] == 'bastion(10.0.0.2)'
+
+
+def test_topology_from_where_oci_puts_the_nodes():
+    """Nodes with a place (the gpu_nodes inventory's oci_*_id) give topology.conf and TopologyPlugin;
+    the extra (on-demand) nodes go into the switch `unknown`; without any place, neither."""
+    placed = {name: dict(node, oci_hpc_island_id='ocid1.computehpcisland.oc1..isl00001',
+                         oci_network_block_id='ocid1.computenetworkblock.oc1..blk00001',
+                         oci_local_block_id='ocid1.computelocalblock.oc1..loc0000%d' % i)
+              for i, (name, node) in enumerate(sorted(GPU_NODES.items()), 1)}
+    extra = ['NodeName=gpu-od-[1-4] CPUs=128 State=CLOUD']
+    lines = [l for l in render('topology.conf.j2', placed, slurm_extra_nodes=extra).splitlines() if l.startswith('Switch')]
+    assert lines == ['SwitchName=lb-loc00001 Nodes=gpu-1', 'SwitchName=lb-loc00002 Nodes=gpu-2',
+                     'SwitchName=nb-blk00001 Switches=lb-loc00001,lb-loc00002',
+                     'SwitchName=is-isl00001 Switches=nb-blk00001',
+                     'SwitchName=unknown Nodes=gpu-od-[1-4]', 'SwitchName=root Switches=is-isl00001,unknown']
+    assert conf(render('slurm.conf.j2', placed))['TopologyPlugin'] == 'topology/tree'
+    assert 'TopologyPlugin=topology/tree' in render('restart-keys.j2', placed)
+    assert 'TopologyPlugin' not in conf(render('slurm.conf.j2', GPU_NODES))
+    assert 'TopologyPlugin' not in conf(render('slurm.conf.j2', placed, slurm_topology='none'))

@@ -12,25 +12,16 @@ import pytest
 import yaml
 
 from tests.perf import inventory_bench as bench
+from tests.unit import _collection_loader
 
 PLUGIN = 'ocigpu.cluster.gpu_nodes'
 _MU = 'ansible_collections.ocigpu.cluster.plugins.module_utils.'
 
 
 def _plugin_loader():
-    """Ansible's collection loader, installed once.
-
-    Packages imported earlier from the plain `ansible_collections` namespace (pytest's pythonpath)
-    are dropped so that the loader re-creates them with the collection's metadata. Modules already
-    imported (module_utils that other tests hold and patch) stay, so everyone keeps sharing them."""
-    from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
-    from ansible.plugins.loader import init_plugin_loader, inventory_loader
-    if not any(isinstance(f, _AnsibleCollectionFinder) for f in sys.meta_path):
-        for name, module in list(sys.modules.items()):
-            if (name == 'ansible_collections' or name.startswith('ansible_collections.')) and \
-                    hasattr(module, '__path__'):
-                del sys.modules[name]
-        init_plugin_loader([bench.COLLECTIONS])
+    """Ansible's collection loader, installed once (tests/unit/_collection_loader.py)."""
+    from ansible.plugins.loader import inventory_loader
+    _collection_loader.install()
     return inventory_loader
 
 
