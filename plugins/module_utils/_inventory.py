@@ -256,24 +256,16 @@ class Discovery:
                         instances[item.id] = (region, role, item)
             # The rest is listed only where a kept instance lives: for one cluster, its own compartments.
             kept_scopes = sorted(set((region, inst.compartment_id) for region, role, inst in instances.values()))
-            # With topology, the compute hosts of the compartments that hold a kept bare-metal node too.
+            # With topology, the compute hosts of the compartments that hold a kept bare-metal node, at
+            # the same time.
             bare_metal = sorted(set((region, inst.compartment_id) for region, role, inst in instances.values()
                                     if (inst.shape or '').startswith('BM.'))) if self.topology else []
-            listed.update(self._run_all(pool, self._per_compartment(
+            second = self._run_all(pool, self._per_compartment(
                 kept_scopes, ('attachments', 'cluster_networks', 'instance_pools', 'compute_clusters'))
-                + [((region, cid, 'compute_hosts'), 'list_compute_hosts', dict(region=region, compartment_id=cid),
-                    lambda c=(oci.core.ComputeClient, region), i=cid: self._hosts_or_none(c, i))
-                   for region, cid in bare_metal]))
-            hosts_of = {}
-            for region, cid in bare_metal:
-                items = listed.get((region, cid, 'compute_hosts'), [])
-                if items is None:
-                    self.warnings.append(
-                        'list_compute_hosts (region=%s, compartment_id=%s): not allowed or not found; the nodes '
-                        'there have no HPC island, network block or local block' % (region, cid))
-                for summary in items or []:
-                    if summary.instance_id in instances:
-                        hosts_of[summary.instance_id] = summary
+                + self._compute_host_jobs(bare_metal))
+            hosts_of = self._places(
+                dict((key, second.pop(key)) for key in list(second) if key[2] == 'compute_hosts'), instances)
+            listed.update(second)
 
             attachments = {}
             cluster_networks = {}
@@ -281,7 +273,7 @@ class Discovery:
             compute_clusters = {}
             pools_in_networks = set()
             for (region, cid, key), items in listed.items():
-                for item in items or []:
+                for item in items:
                     if key == 'attachments':
                         if item.lifecycle_state == 'ATTACHED' and item.subnet_id:
                             attachments.setdefault(item.instance_id, []).append(item)
@@ -431,9 +423,7 @@ class Discovery:
                 compute_cluster=None,
             )
             where = hosts_of.get(iid)
-            host.update(hpc_island_id=where.hpc_island_id if where else None,
-                        network_block_id=where.network_block_id if where else None,
-                        local_block_id=where.local_block_id if where else None)
+            host.update((key, getattr(where, key, None)) for key in ('hpc_island_id', 'network_block_id', 'local_block_id'))
             host.update(membership.get(iid, {}))
             if inst.lifecycle_state != 'RUNNING' or (region, inst.compartment_id) in failed_lists:
                 pass  # not running: VNICs may still be attaching; failed listing: already reported
@@ -446,6 +436,28 @@ class Discovery:
             hosts.append(host)
         return dict(hosts=hosts, errors=list(self.errors), warnings=list(self.warnings), calls=self.calls,
                     seconds=round(time.monotonic() - started, 3))
+
+    def _compute_host_jobs(self, scopes):
+        """Jobs for _run_all: list_compute_hosts in every (region, compartment) of ``scopes``, keyed
+        (region, cid, 'compute_hosts')."""
+        return [((region, cid, 'compute_hosts'), 'list_compute_hosts', dict(region=region, compartment_id=cid),
+                 lambda c=(oci.core.ComputeClient, region), i=cid: self._hosts_or_none(c, i))
+                for region, cid in scopes]
+
+    def _places(self, listed, instances):
+        """{instance id: compute host summary} of the kept instances, from the compute host lists; a warning
+        for each compartment whose hosts a policy hides."""
+        out = {}
+        for (region, cid, _key), items in sorted(listed.items()):
+            if items is None:
+                self.warnings.append(
+                    'list_compute_hosts (region=%s, compartment_id=%s): not allowed or not found; the nodes '
+                    'there have no HPC island, network block or local block' % (region, cid))
+                continue
+            for summary in items:
+                if summary.instance_id in instances:
+                    out[summary.instance_id] = summary
+        return out
 
     def _hosts_or_none(self, compute, compartment_id):
         """The compartment's compute hosts (HPC island, network block, local block of each bare-metal
