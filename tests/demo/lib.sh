@@ -23,14 +23,15 @@ demo_remove_standins() {
 }
 
 # demo_start_sim: the networks, then the simulator in the background (DEMO_SIM_PID, DEMO_ENDPOINT,
-# DEMO_COMPARTMENT); its instance hook starts and removes the stand-ins.
+# DEMO_COMPARTMENT); its instance hook starts and removes the stand-ins. Its hosts fill local blocks
+# of two: a cluster's first two nodes share one, a third (or a replacement) sits in another.
 demo_start_sim() {
   demo_remove_standins
   podman network create --subnet "$DEMO_PRIVATE_NET" --gateway "$DEMO_GATEWAY" ocigpu-demo >/dev/null
   podman network create --subnet "$DEMO_PUBLIC_NET" --gateway "${DEMO_PUBLIC_NET%.0/24}.1" ocigpu-demo-public >/dev/null
   python -m tests.ocisim --port 0 --write-config "$DEMO_WORK/oci/config" --public-ip-cidr "$DEMO_PUBLIC_NET" \
     --on-instance "bash $OCIGPU_ROOT/tests/demo/standin.sh" --hook-log "$DEMO_WORK/standins.log" \
-    > "$DEMO_WORK/sim.json" 2> "$DEMO_WORK/sim.log" &
+    --local-block-hosts 2 > "$DEMO_WORK/sim.json" 2> "$DEMO_WORK/sim.log" &
   DEMO_SIM_PID=$!
   local _
   for _ in $(seq 50); do [ -s "$DEMO_WORK/sim.json" ] && break; sleep 0.2; done

@@ -194,8 +194,14 @@ for _ in $(seq 60); do
   sleep 1
 done
 on_ctl sinfo | sed 's/^/   /'
-# topology.conf from where the simulator's Compute Hosts API puts each node (a local block each).
+# topology.conf from where the simulator's Compute Hosts API puts each node: both in one local block,
+# so a job asking for one leaf switch runs at once.
 check_topology "$work/inventory.json"
+[ "$(jq -r '[._meta.hostvars[.gpu_nodes.hosts[]].oci_local_block_id | if type == "object" then .__ansible_unsafe else . end] | unique | length' "$work/inventory.json")" = 1 ] \
+  || die "the simulator put the two nodes in different local blocks; the compact job below would show nothing"
+answer=$(on_ctl srun -N2 --switches=1@0:30 hostname | sort | paste -sd' ')
+echo "   srun -N2 --switches=1 hostname: $answer (one local block)"
+[ "$(wc -w <<< "$answer")" -eq 2 ] || die "the compact job did not run on both nodes of the local block: '$answer'"
 # An image made here: a folder with a static busybox and its own os-release, unpacked on each node
 # (the pyxis stand-in enters an unpacked image folder; real pyxis imports the image with enroot).
 img=$work/image/rootfs
@@ -322,6 +328,16 @@ echo "   srun -w $slurm2 hostname: $answer"
 [ "$(hostvar "$work/inventory-replaced.json" "$node2" oci_local_block_id)" != "$(hostvar "$work/inventory.json" "$node2" oci_local_block_id)" ] \
   || die "the replacement has the old node's local block; the check below would show nothing"
 check_topology "$work/inventory-replaced.json"
+# Now in two local blocks, a 2-node job that asks for one leaf switch waits (up to its 5 minutes)
+# with both nodes idle, where the same job without --switches runs.
+jobid=$(on_ctl sbatch --parsable -N2 --switches=1@5:00 --wrap hostname)
+sleep 5
+state=$(on_ctl squeue --noheader -j "$jobid" -o %T)
+on_ctl scancel "$jobid"
+echo "   sbatch -N2 --switches=1 across two local blocks: $state after 5 s, with both nodes idle (cancelled)"
+[ "$state" = PENDING ] || die "a job asking for one leaf switch was $state across two local blocks"
+answer=$(on_ctl srun -N2 hostname | sort | paste -sd' ')
+[ "$(wc -w <<< "$answer")" -eq 2 ] || die "the same job without --switches did not run on both nodes: '$answer'"
 ip2=$new_ip
 record "replace a node under its Slurm name" $(( $(date +%s) - start ))
 

@@ -43,6 +43,8 @@ def parse_args(argv):
     parser.add_argument("--public-ip-cidr", metavar="CIDR",
                         help="network public IPs are drawn from (default 203.0.113.0/24, unreachable by design)")
     parser.add_argument("--hook-log", metavar="PATH", help="append the --on-instance command's output to PATH")
+    parser.add_argument("--local-block-hosts", type=int, default=1, metavar="N",
+                        help="hosts per local block in a cluster network or compute cluster (default 1)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     return parser.parse_args(argv)
 
@@ -56,7 +58,7 @@ def main(argv=None):
             raise SystemExit("unknown duration {0}".format(name))
         durations[name] = float(value)
     sim = Simulator(region=args.region, manual_clock=False, durations=durations, verbose=args.verbose,
-                    public_ip_cidr=args.public_ip_cidr)
+                    public_ip_cidr=args.public_ip_cidr, local_block_hosts=args.local_block_hosts)
     if args.seed_instances:
         sim.seed_instances(args.seed_instances, args.seed_compartments)
     for spec in args.seed_cluster:

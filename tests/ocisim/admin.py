@@ -13,6 +13,7 @@
   POST   /_admin/clock/advance             {"seconds": 60}
   POST   /_admin/durations                 {"instance_launch": 5, ...}
   POST   /_admin/capacity                  {"shape": "BM.GPU.H100.8", "hosts": 4, "availability_domain": null}
+  POST   /_admin/topology                  {"local_block_hosts": 2}
   POST   /_admin/limits                    {"limit": "gpu-bm-gpu-h100-8-count", "value": 32, "availability_domain": null}
   POST   /_admin/seed/instances            {"count": 100, "compartments": 5, "shape": "VM.Standard.E5.Flex"}
   POST   /_admin/seed/cluster              {"name": "c1", "size": 16, "shape": "BM.GPU.H100.8"}
@@ -83,6 +84,9 @@ def handle(sim, method, path, _query, raw):
             return Reply(200, sim.durations)
         if route == ("POST", "/capacity"):
             sim.capacity.set(body["shape"], body.get("hosts"), body.get("availability_domain"))
+            return Reply(204)
+        if route == ("POST", "/topology"):
+            sim.local_block_hosts = max(1, int(body["local_block_hosts"]))
             return Reply(204)
         if route == ("POST", "/limits"):
             sim.set_limit(body["limit"], body.get("value"), body.get("availability_domain"))

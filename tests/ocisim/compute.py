@@ -453,7 +453,9 @@ def detach_vnic(ctx):
 # ---------------------------------------------------------------- compute hosts (GPU topology)
 def host_of(sim, instance):
     """The bare-metal host under a BM instance, created on first use and stable afterwards.  Hosts of
-    one cluster network (or compute cluster) share its HPC island and network block."""
+    one cluster network (or compute cluster) share its HPC island and network block, and fill its
+    local blocks in the order they are first seen, sim.local_block_hosts to a block; a host outside
+    such a group is a block of its own."""
     store = sim.store
     host = instance.get("_host")
     if host is not None:
@@ -467,10 +469,19 @@ def host_of(sim, instance):
     if group is not None and "_topology" not in group:
         group["_topology"] = (group.get("hpcIslandId") or store.ocids.new("computehpcisland"),
                               (group.get("networkBlockIds") or [store.ocids.new("computenetworkblock")])[0])
-    island, block = group["_topology"] if group is not None else (store.ocids.new("computehpcisland"),
-                                                                  store.ocids.new("computenetworkblock"))
+        group["_local_blocks"] = []   # [local block OCID, hosts in it], the last one filling
+    if group is None:
+        island, block = store.ocids.new("computehpcisland"), store.ocids.new("computenetworkblock")
+        local = store.ocids.new("computelocalblock")
+    else:
+        island, block = group["_topology"]
+        blocks = group["_local_blocks"]
+        if not blocks or blocks[-1][1] >= sim.local_block_hosts:
+            blocks.append([store.ocids.new("computelocalblock"), 0])
+        blocks[-1][1] += 1
+        local = blocks[-1][0]
     host = {"id": store.ocids.new("computehost"), "hpcIslandId": island, "networkBlockId": block,
-            "localBlockId": store.ocids.new("computelocalblock"), "timeCreated": instance["timeCreated"]}
+            "localBlockId": local, "timeCreated": instance["timeCreated"]}
     instance["_host"] = host
     return host
 

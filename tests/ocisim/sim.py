@@ -64,8 +64,10 @@ class Simulator:
     mode): real time."""
 
     def __init__(self, region=DEFAULT_REGION, manual_clock=True, durations=None, seed=None, verbose=False,
-                 availability_domains=None, public_ip_cidr=None):
+                 availability_domains=None, public_ip_cidr=None, local_block_hosts=1):
         self.region = region
+        # Hosts per local block in one cluster network or compute cluster (see compute.host_of).
+        self._base_local_block_hosts = max(1, int(local_block_hosts))
         self.verbose = verbose
         self.clock = Clock(manual=manual_clock)
         self.clock.add_listener(self._on_advance)
@@ -122,6 +124,7 @@ class Simulator:
             for n in range(self._ad_count)}
         self.capacity.reset()
         self.limits.reset()
+        self.local_block_hosts = self._base_local_block_hosts
         self.services_by_id = {}
         for item in services(self.region):
             sid = self.ocids.new("service")

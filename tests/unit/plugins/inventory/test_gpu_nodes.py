@@ -495,6 +495,32 @@ def test_each_bare_metal_node_knows_where_it_sits_in_the_fabric(ocisim, inventor
     assert 'GET /computeHosts' not in _routes_called(ocisim, inventory, topology=False)
 
 
+def test_a_32_node_cluster_in_three_local_blocks_reaches_topology_conf(ocisim, inventory):
+    """The simulator fills local blocks of 12 hosts: the inventory's places, through the slurm role's
+    filter, give one switch per local block (12, 12 and 8 nodes) under the cluster network's block."""
+    from ansible_collections.ocigpu.cluster.plugins.filter.topology import slurm_topology
+    ocisim.local_block_hosts = 12
+    home = ocisim.add_compartment('home')['id']
+    _cluster(ocisim, 'big', 32, home, 0)
+    result = inventory(cluster='big')
+    nodes = [dict(result.hosts[h], name=h) for h in result.groups['gpu_nodes']]
+    assert len(nodes) == 32
+    lines = slurm_topology(nodes)
+    leaves = [line for line in lines if line.startswith('SwitchName=lb-')]
+    assert len(leaves) == 3
+    sizes = sorted(len(_expand(line.split('Nodes=')[1])) for line in leaves)
+    assert sizes == [8, 12, 12]
+    assert sorted(n for line in leaves for n in _expand(line.split('Nodes=')[1])) == sorted(n['name'] for n in nodes)
+    blocks = [line for line in lines if line.startswith('SwitchName=nb-')]
+    assert len(blocks) == 1 and blocks[0].count('lb-') == 3
+
+
+def _expand(hostlist):
+    """Node names of a Slurm hostlist as slurm_topology writes it (prefix-[a-b,c] ranges)."""
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
+    return expand_hostlist(hostlist)
+
+
 def _routes_called(ocisim, inventory, **options):
     ocisim.calls.reset()
     inventory(**options)
