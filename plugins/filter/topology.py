@@ -19,7 +19,8 @@ description:
     can still run jobs with the others.
   - Switch names are C(lb-), C(nb-) and C(is-) with the last 8 characters of the block's OCID (more when two
     blocks share those). The same nodes always give the same lines, in the same order.
-  - Returns an empty list when no node has a place (then the role writes no topology.conf).
+  - Returns an empty list when no node has a place and O(places) is not given (then the role writes no
+    topology.conf).
 options:
   _input:
     description:
@@ -37,6 +38,15 @@ options:
     type: list
     elements: str
     default: []
+  places:
+    description:
+      - Places found later for some of the O(unknown) nodes, C({name: [island, network block, local block]})
+        or C({name: {hpc_island_id: ..., network_block_id: ..., local_block_id: ...}}): the on-demand nodes the
+        autoscaler brought up (its C(places.json)). A name that is not in O(unknown) is ignored (a node that
+        was powered down and left the file's nodes).
+      - When given (even empty) with O(unknown) nodes, the lines are returned even though nothing is placed
+        yet (all in C(unknown)), so that the topology plugin is on before the first on-demand node appears.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -62,20 +72,11 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import PLACE_KEYS, tree_lines
 
 
 _NODE_NAME = re.compile(r'\bNodeName=(\S+)')
-
-
-def _short_names(prefix, ids):
-    """{id: switch name}: the shortest tail (8 characters or more) that tells the ids apart."""
-    ids = sorted(set(ids))
-    for width in range(8, max([len(i) for i in ids] + [8]) + 1):
-        tails = [i[-width:] for i in ids]
-        if len(set(tails)) == len(ids):
-            return {i: '%s-%s' % (prefix, t) for i, t in zip(ids, tails)}
-    return {i: '%s-%s' % (prefix, i) for i in ids}
 
 
 def _get(mapping, key):
@@ -85,48 +86,48 @@ def _get(mapping, key):
         raise AnsibleFilterError('slurm_topology: each node is a dict, not %r' % (mapping,))
 
 
-def slurm_topology(nodes, unknown=None):
+def _place(node):
+    where = tuple(_get(node, key) or _get(node, 'oci_' + key) for key in PLACE_KEYS)
+    return tuple(str(w) for w in where) if all(where) else None
+
+
+def slurm_topology(nodes, unknown=None, places=None):
+    placed, lost = _inputs(nodes, unknown)
+    for name, where in (places or {}).items():
+        where = _place(where) if isinstance(where, dict) else (tuple(where) if where and all(where) else None)
+        if where and name in lost:
+            placed[str(name)] = where
+    if not placed and not (unknown and places is not None):
+        return []
+    return tree_lines(placed, lost)
+
+
+def slurm_topology_inputs(nodes, unknown=None):
+    """What slurm_topology renders from, as data: {placed: {name: [island, network block, local block]},
+    unknown: [names]} - the file the autoscaler renders topology.conf from after a resume."""
+    placed, lost = _inputs(nodes, unknown)
+    return dict(placed=dict((k, list(v)) for k, v in sorted(placed.items())), unknown=sorted(set(lost)))
+
+
+def _inputs(nodes, unknown):
     placed = {}
     lost = []
     for item in unknown or []:
         found = _NODE_NAME.search(str(item))
-        lost.append(found.group(1) if found else str(item).strip())
+        lost.extend(expand_hostlist(found.group(1) if found else str(item).strip()))
     for node in nodes or []:
         name = _get(node, 'name') or _get(_get(node, 'ansible_facts') or {}, 'hostname')
         if not name:
             raise AnsibleFilterError('slurm_topology: each node is a dict with a name (or ansible_facts.hostname), '
                                      'not %r' % (node,))
-        where = tuple(_get(node, key) or _get(node, 'oci_' + key)
-                      for key in ('hpc_island_id', 'network_block_id', 'local_block_id'))
-        if all(where):
-            placed[str(name)] = tuple(str(w) for w in where)
+        where = _place(node)
+        if where:
+            placed[str(name)] = where
         else:
             lost.append(str(name))
-    if not placed:
-        return []
-    islands = _short_names('is', [w[0] for w in placed.values()])
-    blocks = _short_names('nb', [w[1] for w in placed.values()])
-    locals_ = _short_names('lb', [w[2] for w in placed.values()])
-    tree = {}
-    for name, (island, block, local) in placed.items():
-        tree.setdefault(island, {}).setdefault(block, {}).setdefault(local, []).append(name)
-    lines = []
-    for island in sorted(tree, key=islands.get):
-        for block in sorted(tree[island], key=blocks.get):
-            for local in sorted(tree[island][block], key=locals_.get):
-                lines.append('SwitchName=%s Nodes=%s' % (locals_[local], compress_hostlist(tree[island][block][local])))
-            lines.append('SwitchName=%s Switches=%s' % (
-                blocks[block], ','.join(sorted(locals_[lb] for lb in tree[island][block]))))
-        lines.append('SwitchName=%s Switches=%s' % (islands[island], ','.join(sorted(blocks[b] for b in tree[island]))))
-    top = sorted(islands[i] for i in tree)
-    if lost:
-        lines.append('SwitchName=unknown Nodes=%s' % ','.join(sorted(set(lost))))
-        top.append('unknown')
-    if len(top) > 1:
-        lines.append('SwitchName=root Switches=%s' % ','.join(top))
-    return lines
+    return placed, lost
 
 
 class FilterModule(object):
     def filters(self):
-        return {'slurm_topology': slurm_topology}
+        return {'slurm_topology': slurm_topology, 'slurm_topology_inputs': slurm_topology_inputs}

@@ -45,6 +45,7 @@ import tempfile
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import ClusterOps
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist, expand_hostlist
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import place_of_host
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     CLUSTER_TAG, InputError, attr, cluster_tags, is_live)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError, WaitFailed, Waiter
@@ -78,6 +79,8 @@ DEFAULTS = dict(
     node_setup_command=[],
     freeform_tags={},
     pull={},
+    # {conf, inputs, places}: topology.conf, the slurm role's topology.json, the places found (service)
+    topology={},
     **SERVICE_DEFAULTS
 )
 REQUIRED = ('cluster_name', 'compartment_id', 'availability_domain', 'subnet_id', 'instance_configuration_id', 'nodes')
@@ -353,6 +356,21 @@ class Autoscaler(object):
         return [dict(name=name, id=node['id'], private_ip=node['private_ip'],
                      hostname=node['hostname_label'] or node['display_name'], cluster_network_id=cn.id)
                 for name, node in zip(ordered, nodes)]
+
+    # where the nodes sit in the RDMA fabric
+    def places(self, mapping):
+        """{slurm name: [HPC island, network block, local block]} of the mapping's instances, from one
+        listing of the compartment's compute hosts; a node whose host is not listed (a VM, a host the
+        policy hides) is left out."""
+        wanted = dict((m['id'], m['name']) for m in mapping)
+        hosts = self.session.list_all(self.session.compute.list_compute_hosts, self.config['compartment_id'])
+        found = {}
+        for host in hosts:
+            name = wanted.get(attr(host, 'instance_id'))
+            place = place_of_host(host) if name else None
+            if place:
+                found[name] = list(place)
+        return found
 
     # suspend
     def suspend(self, hostlist, wait=True, action='suspend'):

@@ -50,6 +50,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
     ResumeFailed, StateFile, _error_text, log, scontrol_address_commands, scontrol_fail_command)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import add_places
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError
 
 # Reasons of DOWN nodes that the service returns to service: a failed resume, never a person's.
@@ -308,7 +309,33 @@ class Service(object):
         log.info('resume %s%s: done: %s%s', what, jobs, ', '.join('%s=%s' % (m['name'], m['private_ip']) for m in mapping),
                  '' if not status else '; telling slurmctld the addresses failed (scontrol exited %s)' % status)
         self._node_setup(mapping)
+        self._place(scaler, what + jobs, mapping)
         return True
+
+    def _place(self, scaler, what, mapping):
+        """Put the nodes where OCI placed them in topology.conf (config ``topology``), then
+        ``scontrol reconfigure``; a node whose host cannot be read stays in the switch unknown."""
+        topo = self.config.get('topology') or {}
+        if not topo.get('conf'):
+            return
+        try:
+            found = scaler.places(mapping)
+            with self.lock:
+                done = add_places(topo['conf'], topo['inputs'], topo['places'], found)
+        except (_oci.ServiceError, OSError, ValueError) as exc:
+            log.warning('topology %s: not updated (%s); the nodes stay in the switch unknown', what, _error_text(exc))
+            return
+        if done is None:
+            log.info('topology %s: %s missing, the cluster has no tree topology; nothing to update', what, topo['inputs'])
+            return
+        moved, changed = done
+        lost = sorted(set(m['name'] for m in mapping) - set(found))
+        status = self.slurm.command([self.slurm.scontrol, 'reconfigure']) if changed else 0
+        log.info('topology %s: %s%s%s', what,
+                 ', '.join('%s in local block %s' % (n, found[n][2][-8:]) for n in moved) or 'no node moved',
+                 '; host not found for %s (left in the switch unknown)' % compress_hostlist(lost) if lost else '',
+                 '' if not changed else ('; topology.conf rewritten, slurmctld reconfigured' if not status
+                                         else '; topology.conf rewritten, scontrol reconfigure exited %s' % status))
 
     def _node_setup(self, mapping):
         if not self.config.get('node_setup_command'):

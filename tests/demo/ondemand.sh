@@ -254,6 +254,19 @@ fi
 [ -z "$RESTART_AFTER" ] || [ -n "$restarted" ] || problems+=("slurmctld was never restarted")
 [ -z "$down_seen" ] || problems+=("nodes were DOWN:$down_seen")
 if grep -q 'unexpected error' "$work/autoscaler.log"; then problems+=("the autoscaler log has unexpected errors"); fi
+# Each node that came up moved from the switch "unknown" to its local block, as the simulator's
+# Compute Hosts API places it (the autoscaler's places file), in the topology slurmctld uses.
+places=$(on_ctl cat /var/lib/ocigpu-autoscaler/places.json 2>/dev/null || echo '{}')
+topo=$(on_ctl scontrol show topology)
+placed=$(jq -r 'keys[]' <<< "$places")
+[ -n "$placed" ] || problems+=("the autoscaler recorded no on-demand node's place")
+for n in $placed; do
+  lb=$(jq -r --arg n "$n" '.[$n][2]' <<< "$places")
+  members=$(grep -E "^SwitchName=lb-${lb: -8} " <<< "$topo" | grep -oE 'Nodes=[^ ]+' | cut -d= -f2)
+  if [ -z "$members" ] || ! on_ctl scontrol show hostnames "$members" | grep -qx "$n"; then
+    problems+=("scontrol show topology does not put $n in its local block lb-${lb: -8}")
+  fi
+done
 if [ "${#problems[@]}" -gt 0 ]; then
   tail -40 "$work/autoscaler.log"
   # The jobs' own lines of the timeline last: a failed run's tail shows them.
@@ -262,8 +275,9 @@ if [ "${#problems[@]}" -gt 0 ]; then
   die "$(printf '%s; ' "${problems[@]}")see $work/"
 fi
 mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was told why and ran when hosts came back}; no node was DOWN"
+printf '%s\n' "$topo" | sed 's/^/   topology: /'
 echo "   the autoscaler's log of it (outcomes):"
-grep -E ' (done|failed|held|requeued|hosts are free|reconcile|service)' "$work/autoscaler.log" | cut -d' ' -f4- | cut -c1-220 | sed 's/^/     /'
+grep -E ' (done|failed|held|requeued|hosts are free|reconcile|service|topology)' "$work/autoscaler.log" | cut -d' ' -f4- | cut -c1-220 | sed 's/^/     /'
 
 step "5. $SUSPEND_TIME s without jobs: the suspend program hands the nodes back"
 for _ in $(seq 300); do

@@ -237,3 +237,31 @@ def test_topology_from_where_oci_puts_the_nodes():
     assert 'TopologyPlugin=topology/tree' in render('restart-keys.j2', placed)
     assert 'TopologyPlugin' not in conf(render('slurm.conf.j2', GPU_NODES))
     assert 'TopologyPlugin' not in conf(render('slurm.conf.j2', placed, slurm_topology='none'))
+
+
+def test_on_demand_nodes_keep_the_places_the_autoscaler_found():
+    """A cluster of on-demand nodes only has topology.conf from the start (all in `unknown`), and a re-run
+    of the role keeps the places the autoscaler recorded (its places file, read by tasks/config.yml);
+    topology.json holds what the autoscaler renders from."""
+    import base64
+    import json
+    extra = ['NodeName=gpu-od-[1-4] CPUs=128 State=CLOUD']
+    lines = [l for l in render('topology.conf.j2', {}, slurm_extra_nodes=extra).splitlines() if l.startswith('Switch')]
+    assert lines == ['SwitchName=unknown Nodes=gpu-od-[1-4]']
+    assert conf(render('slurm.conf.j2', {}, slurm_extra_nodes=extra))['TopologyPlugin'] == 'topology/tree'
+    assert json.loads(render('topology.json.j2', {}, slurm_extra_nodes=extra)) == dict(
+        placed={}, unknown=['gpu-od-1', 'gpu-od-2', 'gpu-od-3', 'gpu-od-4'])
+    places = {'gpu-od-2': ['ocid1.computehpcisland.oc1..isl00001', 'ocid1.computenetworkblock.oc1..blk00001',
+                           'ocid1.computelocalblock.oc1..loc00007'],
+              'gpu-od-9': ['ocid1.computehpcisland.oc1..isl00001', 'ocid1.computenetworkblock.oc1..blk00001',
+                           'ocid1.computelocalblock.oc1..loc00008']}   # no longer declared: ignored
+    read = {'content': base64.b64encode(json.dumps(places).encode()).decode()}
+    lines = [l for l in render('topology.conf.j2', {}, slurm_extra_nodes=extra, __slurm_topology_places_read=read).splitlines()
+             if l.startswith('Switch')]
+    assert lines == ['SwitchName=lb-loc00007 Nodes=gpu-od-2', 'SwitchName=nb-blk00001 Switches=lb-loc00007',
+                     'SwitchName=is-isl00001 Switches=nb-blk00001', 'SwitchName=unknown Nodes=gpu-od-[1,3-4]',
+                     'SwitchName=root Switches=is-isl00001,unknown']
+    # The autoscaler renders the same lines from topology.json and its places.
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import tree_lines
+    inputs = json.loads(render('topology.json.j2', {}, slurm_extra_nodes=extra))
+    assert tree_lines(dict((n, p) for n, p in places.items() if n in inputs['unknown']), inputs['unknown']) == lines

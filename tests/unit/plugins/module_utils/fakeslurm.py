@@ -22,6 +22,7 @@ class FakeSlurm(object):
         self.commands = []
         self.answering = True
         self.refused = 0
+        self.reconfigured = 0
 
     # what the test does as slurmctld
     def allocate(self, job_id, names):
@@ -63,6 +64,9 @@ class FakeSlurm(object):
                 self.refused += 1
                 return 1
             args = dict(a.split('=', 1) for a in argv[2:] if '=' in a)
+            if argv[1] == 'reconfigure':
+                self.reconfigured += 1
+                return 0
             if argv[1] == 'hold':
                 self.jobs[int(argv[2])]['held'] = True
                 return 0

@@ -281,3 +281,60 @@ def test_short_soak_leaves_no_node_down_and_nothing_billable(sim, tmp_path, conf
     assert fig['nodes_left_down'] == [] and fig['billable_left'] == 0, fig
     assert fig['jobs_completed'] + fig['jobs_held'] == fig['jobs_submitted'] == 25, fig
     assert sum(fig['faults'].values()) > 0, fig
+
+
+def _topology(tmp_path, unknown):
+    """The slurm role's topology.json for a cluster of on-demand nodes only, and its first topology.conf."""
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import tree_lines
+    conf, inputs = tmp_path / 'topology.conf', tmp_path / 'topology.json'
+    inputs.write_text(json.dumps(dict(placed={}, unknown=unknown)))
+    conf.write_text('# managed\n' + '\n'.join(tree_lines({}, unknown)) + '\n')
+    return dict(conf=str(conf), inputs=str(inputs), places=str(tmp_path / 'state' / 'places.json'))
+
+
+def test_on_demand_nodes_move_from_the_unknown_switch_to_their_local_blocks_when_they_come_up(sim, tmp_path, config):
+    from tests.ocisim import compute as sim_compute
+    sim.local_block_hosts = 2
+    names = _hostlist.expand_hostlist(config['nodes'])
+    topo = _topology(tmp_path, names)
+    assert open(topo['conf']).read().splitlines()[1:] == ['SwitchName=unknown Nodes=gpu-[1-8]']
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, topology=topo)
+    fake.allocate(1, ['gpu-1', 'gpu-2', 'gpu-3'])
+    service.submit(conf, 'resume', 'gpu-[1-3]', [dict(job_id=1, nodes='gpu-[1-3]')])
+    run_all(svc)
+    lines = open(topo['conf']).read().splitlines()
+    assert lines[0] == '# managed'            # the slurm role's header stays
+    hosts = dict((i['id'], sim_compute.host_of(sim, i)) for i in gpu_instances(sim))
+    assert len(set(h['localBlockId'] for h in hosts.values())) == 2   # 3 nodes, blocks of 2
+    places = json.load(open(topo['places']))
+    assert sorted(places) == ['gpu-1', 'gpu-2', 'gpu-3']
+    for name, place in places.items():
+        assert tuple(place) in set((h['hpcIslandId'], h['networkBlockId'], h['localBlockId']) for h in hosts.values())
+        leaf = [line for line in lines if line.startswith('SwitchName=lb-' + place[2][-8:])]
+        assert len(leaf) == 1 and name in _hostlist.expand_hostlist(leaf[0].split('Nodes=')[1])
+    assert 'SwitchName=unknown Nodes=gpu-[4-8]' in lines
+    assert fake.reconfigured == 1
+    logged(config, 'topology gpu-[1-3] for job 1: gpu-1 in local block ')
+
+    # The hosts cannot be read for the next node: it stays in unknown, nothing else moves.
+    sim.faults.add('GET /computeHosts', status=404, code='NotAuthorizedOrNotFound')
+    fake.allocate(2, ['gpu-4'])
+    service.submit(conf, 'resume', 'gpu-4', [dict(job_id=2, nodes='gpu-4')])
+    run_all(svc)
+    assert open(topo['conf']).read().splitlines() == lines
+    assert fake.reconfigured == 1
+    logged(config, 'topology gpu-4 for job 2: not updated')
+
+
+def test_without_the_slurm_roles_inputs_topology_is_left_alone(sim, tmp_path, config):
+    topo = _topology(tmp_path, ['gpu-1'])
+    (tmp_path / 'topology.json').unlink()
+    before = open(topo['conf']).read()
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, topology=topo)
+    fake.allocate(1, ['gpu-1'])
+    service.submit(conf, 'resume', 'gpu-1', [dict(job_id=1, nodes='gpu-1')])
+    run_all(svc)
+    assert open(topo['conf']).read() == before and fake.reconfigured == 0
+    logged(config, 'topology gpu-1 for job 1: ')

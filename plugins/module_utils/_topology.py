@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Slurm's tree topology (topology.conf) from where OCI puts each node.
+
+One renderer for the two writers of topology.conf: the slurm role (the ``slurm_topology`` filter),
+from the inventory's places of the static nodes, and the autoscaler, which adds the places of the
+on-demand nodes it brought up. A place is (HPC island, network block, local block) OCIDs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist
+
+PLACE_KEYS = ('hpc_island_id', 'network_block_id', 'local_block_id')
+
+
+def place_of_host(host):
+    """The place of a Compute Hosts API record (SDK model or dict in either case), None when partial."""
+    def get(*names):
+        for name in names:
+            value = host.get(name) if isinstance(host, dict) else getattr(host, name, None)
+            if value:
+                return str(value)
+        return None
+    place = (get('hpc_island_id', 'hpcIslandId'), get('network_block_id', 'networkBlockId'),
+             get('local_block_id', 'localBlockId'))
+    return place if all(place) else None
+
+
+def _short_names(prefix, ids):
+    """{id: switch name}: the shortest tail (8 characters or more) that tells the ids apart."""
+    ids = sorted(set(ids))
+    for width in range(8, max([len(i) for i in ids] + [8]) + 1):
+        tails = [i[-width:] for i in ids]
+        if len(set(tails)) == len(ids):
+            return {i: '%s-%s' % (prefix, t) for i, t in zip(ids, tails)}
+    return {i: '%s-%s' % (prefix, i) for i in ids}
+
+
+def tree_lines(placed, unknown=()):
+    """topology.conf's SwitchName lines.
+
+    ``placed``: {node name: (island, network block, local block)}; ``unknown``: node names without a
+    place (a name in both is placed). Nodes without a place go into the switch ``unknown``, beside
+    the islands under ``root``. Returns [] when nothing is placed and nothing is unknown."""
+    placed = dict((str(k), tuple(str(p) for p in v)) for k, v in placed.items())
+    lost = sorted(set(str(n) for n in unknown) - set(placed))
+    if not placed and not lost:
+        return []
+    islands = _short_names('is', [w[0] for w in placed.values()])
+    blocks = _short_names('nb', [w[1] for w in placed.values()])
+    locals_ = _short_names('lb', [w[2] for w in placed.values()])
+    tree = {}
+    for name, (island, block, local) in placed.items():
+        tree.setdefault(island, {}).setdefault(block, {}).setdefault(local, []).append(name)
+    lines = []
+    for island in sorted(tree, key=islands.get):
+        for block in sorted(tree[island], key=blocks.get):
+            for local in sorted(tree[island][block], key=locals_.get):
+                lines.append('SwitchName=%s Nodes=%s' % (locals_[local], compress_hostlist(tree[island][block][local])))
+            lines.append('SwitchName=%s Switches=%s' % (
+                blocks[block], ','.join(sorted(locals_[lb] for lb in tree[island][block]))))
+        lines.append('SwitchName=%s Switches=%s' % (islands[island], ','.join(sorted(blocks[b] for b in tree[island]))))
+    top = sorted(islands[i] for i in tree)
+    if lost:
+        lines.append('SwitchName=unknown Nodes=%s' % compress_hostlist(lost))
+        top.append('unknown')
+    if len(top) > 1:
+        lines.append('SwitchName=root Switches=%s' % ','.join(top))
+    return lines
+
+
+def _read_json(path, default):
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return default
+
+
+def _write(path, text, atomic=True):
+    if not atomic:
+        with open(path, 'w', encoding='utf-8') as handle:
+            handle.write(text)
+        return
+    folder = os.path.dirname(path) or '.'
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix='.' + os.path.basename(path))
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def add_places(conf, inputs, places, found):
+    """Record ``found`` ({name: place}) in the places file and render topology.conf again from the
+    slurm role's inputs (topology.json) and every recorded place, keeping the file's comment lines.
+    Returns (names whose place is new, whether topology.conf changed), or None when there is nothing
+    to render from (no inputs: the cluster has no tree topology)."""
+    data = _read_json(inputs, None)
+    if data is None:
+        return None
+    recorded = _read_json(places, {})
+    moved = sorted(n for n, p in found.items() if recorded.get(n) != list(p))
+    recorded.update((n, list(p)) for n, p in found.items())
+    if moved:
+        _write(places, json.dumps(recorded, indent=2, sort_keys=True) + '\n')
+    unknown = set(data.get('unknown') or [])
+    placed = dict((n, p) for n, p in (data.get('placed') or {}).items())
+    placed.update((n, p) for n, p in recorded.items() if n in unknown)
+    try:
+        with open(conf, encoding='utf-8') as handle:
+            head = [line for line in handle.read().splitlines() if line.startswith('#')]
+    except FileNotFoundError:
+        head = []
+    text = '\n'.join(head + tree_lines(placed, unknown)) + '\n'
+    changed = _read_text(conf) != text
+    if changed:
+        # In place: Slurm's user may write the file but not its folder.
+        _write(conf, text, atomic=False)
+    return moved, changed
+
+
+def _read_text(path):
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
