@@ -44,7 +44,12 @@ _value:
     collective: {description: "Program name, when printed.", type: str}
 """
 
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import expected_largest_size, gate, parse_output
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import PLACE_KEYS, pairs_by_block
 
 
 def nccl_parse(text):
@@ -62,6 +67,21 @@ def nccl_gate(text, threshold_gbps=None, args='', expected_ranks=None, rc=None):
     return verdict
 
 
+def nccl_pairs(nodes):
+    """Two-node runs for the pairwise check, nodes of one local block together first (_topology.pairs_by_block)."""
+    places = {}
+    for node in nodes or []:
+        if not isinstance(node, Mapping):
+            raise AnsibleFilterError('nccl_pairs: each node is a dict (hostvars), not %r' % (node,))
+        name = node.get('inventory_hostname') or node.get('name')
+        if not name:
+            raise AnsibleFilterError('nccl_pairs: each node has inventory_hostname or name, not %r' % (node,))
+        where = tuple(node.get('oci_' + k) or node.get(k) for k in PLACE_KEYS)
+        places[str(name)] = tuple(str(w) for w in where) if all(where) else None
+    pairs, extra = pairs_by_block(places)
+    return dict(pairs=pairs, extra=extra or [])
+
+
 class FilterModule(object):
     def filters(self):
-        return {'nccl_parse': nccl_parse, 'nccl_gate': nccl_gate}
+        return {'nccl_parse': nccl_parse, 'nccl_gate': nccl_gate, 'nccl_pairs': nccl_pairs}

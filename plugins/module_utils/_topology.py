@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist
@@ -135,3 +136,42 @@ def _read_text(path):
             return handle.read()
     except FileNotFoundError:
         return None
+
+
+def pairs_by_block(places):
+    """Pairs of nodes for two-node NCCL runs, closest first.
+
+    ``places``: {name: (island, network block, local block) or None}. Nodes are paired inside their
+    local block (in name order); the one left over in a block with an odd count is paired with the
+    one left over in another block of the same network block, then of the same island, then any;
+    nodes without a place are paired among themselves last. Returns (pairs, extra): ``pairs`` share
+    no node, so they can run at once; ``extra`` is the one pair that repeats a node when the count is
+    odd (the last node with the first of its own local block), or None."""
+    def order(name):
+        return [int(t) if t.isdigit() else t for t in re.split(r'(\d+)', name)]
+    blocks = {}
+    for name, place in places.items():
+        blocks.setdefault(tuple(place) if place else None, []).append(name)
+    pairs, left = [], []
+    for place in sorted((p for p in blocks if p is not None)):
+        names = sorted(blocks[place], key=order)
+        pairs.extend([names[i], names[i + 1]] for i in range(0, len(names) - 1, 2))
+        if len(names) % 2:
+            left.append((place, names[-1]))
+    # Leftovers: nearest first - the same network block, then the same island, then any.
+    while len(left) > 1:
+        place, name = left.pop(0)
+        best = min(range(len(left)), key=lambda i: (left[i][0][:2] != place[:2], left[i][0][0] != place[0], i))
+        pairs.append([name, left.pop(best)[1]])
+    unplaced = sorted(blocks.get(None, []), key=order)
+    if left:
+        unplaced = [left[0][1]] + unplaced
+    pairs.extend([unplaced[i], unplaced[i + 1]] for i in range(0, len(unplaced) - 1, 2))
+    extra = None
+    if len(unplaced) % 2 and len(places) > 1:
+        last = unplaced[-1]
+        home = places.get(last)
+        mates = sorted((n for n in places if n != last and places.get(n) == home), key=order) or \
+            sorted((n for n in places if n != last), key=order)
+        extra = [mates[0], last]
+    return pairs, extra

@@ -32,13 +32,14 @@ options:
     required: true
     suboptions:
       name:
-        description: Name of the run (the node name, or C(cluster)).
+        description: Name of the run (the node name, the two node names joined by C(+) for a pair, or C(cluster)).
         type: str
         required: true
       scope:
-        description: C(node) for a single-node run, C(cluster) for a multi-node run.
+        description: C(node) for a single-node run, C(pair) for a two-node run of the pairwise check, C(cluster) for a
+          run across all nodes.
         type: str
-        choices: [node, cluster]
+        choices: [node, pair, cluster]
         default: node
       output:
         description: The stdout of the nccl-tests program.
@@ -141,7 +142,7 @@ def main():
         argument_spec=dict(
             runs=dict(type='list', elements='dict', required=True, options=dict(
                 name=dict(type='str', required=True),
-                scope=dict(type='str', choices=['node', 'cluster'], default='node'),
+                scope=dict(type='str', choices=['node', 'pair', 'cluster'], default='node'),
                 output=dict(type='str', required=True),
                 threshold_gbps=dict(type='float'),
                 expected_max_bytes=dict(type='int'),

@@ -258,11 +258,11 @@ if grep -q 'unexpected error' "$work/autoscaler.log"; then problems+=("the autos
 # Compute Hosts API places it (the autoscaler's places file), in the topology slurmctld uses.
 places=$(on_ctl cat /var/lib/ocigpu-autoscaler/places.json 2>/dev/null || echo '{}')
 topo=$(on_ctl scontrol show topology)
-placed=$(jq -r 'keys[]' <<< "$places")
+placed=$(jq -r 'keys[]' <<< "$places" || true)
 [ -n "$placed" ] || problems+=("the autoscaler recorded no on-demand node's place")
 for n in $placed; do
   lb=$(jq -r --arg n "$n" '.[$n][2]' <<< "$places")
-  members=$(grep -E "^SwitchName=lb-${lb: -8} " <<< "$topo" | grep -oE 'Nodes=[^ ]+' | cut -d= -f2)
+  members=$(grep -E "^SwitchName=lb-${lb: -8} " <<< "$topo" | grep -oE 'Nodes=[^ ]+' | cut -d= -f2 || true)
   if [ -z "$members" ] || ! on_ctl scontrol show hostnames "$members" | grep -qx "$n"; then
     problems+=("scontrol show topology does not put $n in its local block lb-${lb: -8}")
   fi
