@@ -40,10 +40,9 @@ options:
     default: []
   places:
     description:
-      - Places found later for some of the O(unknown) nodes, C({name: [island, network block, local block]})
-        or C({name: {hpc_island_id: ..., network_block_id: ..., local_block_id: ...}}): the on-demand nodes the
-        autoscaler brought up (its C(places.json)). A name that is not in O(unknown) is ignored (a node that
-        was powered down and left the file's nodes).
+      - "Places found later for some of the O(unknown) nodes, each name mapped to [island, network block, local
+        block] (or to a dict with C(hpc_island_id), C(network_block_id), C(local_block_id)): the on-demand nodes
+        the autoscaler brought up (its C(places.json)). A name that is not in O(unknown) is ignored."
       - When given (even empty) with O(unknown) nodes, the lines are returned even though nothing is placed
         yet (all in C(unknown)), so that the topology plugin is on before the first on-demand node appears.
     type: dict
