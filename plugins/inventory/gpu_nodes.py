@@ -324,13 +324,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             signer = create_client(oci.identity.IdentityClient, params, (config, None)).base_client.signer
         local = threading.local()
 
-        def client_for(client_cls, region):
-            # One client per worker thread, region and class, so no HTTP session is shared between threads.
+        def client_for(client_cls, region, raw=False):
+            # One client per worker thread, region and class, so no HTTP session is shared between threads;
+            # raw: one that leaves the answers as JSON (skip_deserialization).
             clients = local.__dict__.setdefault('clients', {})
-            key = (client_cls, region)
+            key = (client_cls, region, raw)
             if key not in clients:
                 clients[key] = create_client(client_cls, dict(params, region=region),
                                              (dict(config, region=region), signer))
+                clients[key].base_client.skip_deserialization = raw
             return clients[key]
 
         retrier = Retrier(attempts=params['api_retries'] or 8, max_seconds=params['api_retry_max_seconds'] or 600)

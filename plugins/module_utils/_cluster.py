@@ -37,7 +37,9 @@ def pool_facts(res):
     subnet = attr(placement, 'primary_subnet_id') or attr(attr(placement, 'primary_vnic_subnets'), 'subnet_id')
     return dict(node_count=attr(pool, 'size'), instance_configuration_id=attr(pool, 'instance_configuration_id'),
                 instance_pool_id=attr(pool, 'id'), availability_domain=attr(placement, 'availability_domain'),
-                subnet_id=subnet)
+                subnet_id=subnet, placement_constraint=attr(placement, 'placement_constraint'),
+                hpc_island_id=attr(res, 'hpc_island_id'),
+                network_block_ids=sorted(attr(res, 'network_block_ids') or []) or None)
 
 
 def match_nodes(nodes, refs, keys=('id', 'display_name', 'private_ip')):
@@ -92,7 +94,12 @@ class ClusterOps(object):
                 instance_configuration_id=want['instance_configuration_id'], size=want['node_count'],
                 display_name='%s-pool' % display_name, freeform_tags=want.get('freeform_tags'))],
             placement_configuration=M.ClusterNetworkPlacementConfigurationDetails(
-                availability_domain=want['availability_domain'], primary_subnet_id=want['subnet_id']))
+                availability_domain=want['availability_domain'], primary_subnet_id=want['subnet_id'],
+                placement_constraint=want.get('placement_constraint')),
+            # Only within this HPC island (and these network blocks, when given).
+            cluster_configuration=M.ClusterConfigurationDetails(
+                hpc_island_id=want['hpc_island_id'], network_block_ids=want.get('network_block_ids') or None)
+            if want.get('hpc_island_id') else None)
         response = self.session.create(self.cm.create_cluster_network, details)
         res = response.data
         if not self.wait:

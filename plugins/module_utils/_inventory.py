@@ -31,11 +31,14 @@ whether to raise or warn. Nothing is dropped silently.
 
 from __future__ import annotations
 
+import datetime
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 try:
+    import dateutil.parser
+    import dateutil.tz
     import oci
     HAS_OCI = True
 except ImportError:  # pragma: no cover - reported by the plugin
@@ -54,6 +57,33 @@ _GONE = ('TERMINATED', 'TERMINATING', 'DELETED', 'DELETING')
 
 def _text(value):
     return None if value is None else str(value)
+
+
+class _Raw(object):
+    """An item of a list call read without the SDK's models (skip_deserialization): the JSON object,
+    read by the models' attribute names (``lifecycle_state`` -> ``lifecycleState``). Turning thousands
+    of instances into models took most of a cold run in a large tenancy; only the few kept are read.
+    ``time_created`` is a datetime, as the models give it."""
+
+    __slots__ = ('_data',)
+
+    def __init__(self, data):
+        self._data = data
+
+    def __getattr__(self, name):
+        head, *rest = name.split('_')
+        value = self._data.get(head + ''.join(word.title() for word in rest))
+        if name.startswith('time_') and isinstance(value, str):
+            return _datetime(value)
+        return value
+
+
+def _datetime(text):
+    """An API timestamp as the SDK's models give it (UTC, aware)."""
+    try:
+        return datetime.datetime.strptime(text, '%Y-%m-%dT%H:%M:%S.%fZ').replace(tzinfo=dateutil.tz.tzutc())
+    except ValueError:
+        return dateutil.parser.parse(text)
 
 
 def _error_record(operation, exc, **scope):
@@ -119,13 +149,18 @@ class Discovery:
         return self.retrier.call(counted)
 
     def _list(self, client, method, *args, **kwargs):
-        """Every item of a paged list call; each page is retried on its own."""
+        """Every item of a paged list call; each page is retried on its own. A client spec with a third
+        element True lists without the SDK's models (items are _Raw)."""
         fn = getattr(self._client(client), method)
+        raw = len(client) > 2 and client[2]
         kwargs.setdefault('limit', self.page_limit)
         items = []
         while True:
             response = self._call(fn, *args, **kwargs)
             data = response.data
+            if raw:
+                items.extend(_Raw(item) for item in (data if isinstance(data, list) else (data or {}).get('items') or []))
+                data = []
             items.extend(data if isinstance(data, list) else getattr(data, 'items', None) or [])
             page = response.headers.get('opc-next-page')
             if not page:
@@ -208,8 +243,10 @@ class Discovery:
             for key in keys:
                 client_cls, method = calls[key]
                 extra = state if key == 'instances' else {}
+                # The instances of every compartment are many and mostly dropped: read without models.
+                spec = (client_cls, region, True) if key == 'instances' else (client_cls, region)
                 jobs.append(((region, cid, key), method, scope,
-                             lambda c=(client_cls, region), m=method, i=cid, e=extra: self._list(c, m, i, **e)))
+                             lambda c=spec, m=method, i=cid, e=extra: self._list(c, m, i, **e)))
         return jobs
 
     def _other_cluster(self, resource):

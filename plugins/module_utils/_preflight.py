@@ -73,6 +73,10 @@ def plan_argument_spec():
         gpu_image_name=dict(type='str', required=True),
         gpu_node_count=dict(type='int', default=1),
         gpu_cluster_mode=dict(type='str', choices=list(CLUSTER_MODES), default='auto'),
+        gpu_placement_constraint=dict(type='str', default='',
+                                      choices=['', 'SINGLE_TIER', 'SINGLE_BLOCK', 'PACKED_DISTRIBUTION_MULTI_BLOCK']),
+        gpu_hpc_island_id=dict(type='str', default=''),
+        gpu_network_block_ids=dict(type='list', elements='str', default=[]),
         gpu_boot_volume_gb=dict(type='int'),
         gpu_user_data=dict(type='str'),
         gpu_user_data_file=dict(type='path'),
@@ -161,6 +165,7 @@ class Preflight(object):
         if not (p['gpu_image_name'] or '').strip():
             self.problem('gpu_image_name', 'empty; name the GPU nodes\' image, e.g. Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0')
         self._node_counts()
+        self._placement()
         self._boot_volume()
         self._user_data()
         self._ssh_keys()
@@ -233,6 +238,32 @@ class Preflight(object):
             self.problem('gpu_user_data_file', "not with autoscaling: the node template gets the collection's cloud-init, "
                          "with which on-demand nodes configure themselves")
         self.checks['gpu'].update(kind=self._gpu_kind(), nodes=p['gpu_node_count'])
+
+    def _placement(self):
+        """Where OCI will put the cluster network's nodes, in words (checks.gpu.placement), and the
+        placement options that cannot work."""
+        p = self.p
+        asked = [o for o in ('gpu_placement_constraint', 'gpu_hpc_island_id', 'gpu_network_block_ids') if p[o]]
+        if self._gpu_kind() != 'cluster_network':
+            for option in asked:
+                self.problem(option, 'only for a cluster network; a single instance (gpu_cluster_mode %s, %d node) '
+                             'is placed wherever OCI has a host' % (p['gpu_cluster_mode'], p['gpu_node_count']))
+            self.checks['gpu']['placement'] = 'a single instance: any host of the availability domain'
+            return
+        if p['gpu_network_block_ids'] and not p['gpu_hpc_island_id']:
+            self.problem('gpu_network_block_ids', 'needs gpu_hpc_island_id, the island the blocks belong to')
+        for option, value, kind in ([('gpu_hpc_island_id', p['gpu_hpc_island_id'], 'computehpcisland')]
+                                    + [('gpu_network_block_ids', b, 'computenetworkblock') for b in p['gpu_network_block_ids']]):
+            problem = _launch.ocid_problem(value or None, kind)
+            if problem:
+                self.problem(option, problem)
+        where = ['one HPC island' + (' (%s)' % p['gpu_hpc_island_id'] if p['gpu_hpc_island_id'] else ', any')]
+        if p['gpu_network_block_ids']:
+            where.append('network blocks %s' % ', '.join(p['gpu_network_block_ids']))
+        where.append('placement constraint %s' % p['gpu_placement_constraint'] if p['gpu_placement_constraint']
+                     else "OCI's default placement")
+        self.checks['gpu']['placement'] = '; '.join(where) + (
+            '; on-demand nodes: each job\'s cluster network places its own' if p['autoscaling'] else '')
 
     def _boot_volume(self):
         boot = self.p['gpu_boot_volume_gb']

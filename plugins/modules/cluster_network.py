@@ -61,6 +61,29 @@ options:
       - Subnet of the nodes' primary VNICs. Required with O(state=present).
       - The OCID of a subnet (C(ocid1.subnet...)) that exists and, if AD-specific, lies in O(availability_domain).
     type: str
+  placement_constraint:
+    description:
+      - OCI's placement constraint when it reserves the hosts of the cluster network (C(placementConstraint)):
+        V(SINGLE_TIER), V(SINGLE_BLOCK) or V(PACKED_DISTRIBUTION_MULTI_BLOCK). Left out, OCI places the nodes as it
+        does by default (within one HPC island).
+      - Fixed when the cluster network is made; a different value for an existing one fails before any change.
+      - A tighter constraint means nodes closer together in the RDMA fabric and more often too few free hosts.
+    type: str
+    choices: [SINGLE_TIER, SINGLE_BLOCK, PACKED_DISTRIBUTION_MULTI_BLOCK]
+    version_added: 0.3.0
+  hpc_island_id:
+    description:
+      - Place the nodes only in this HPC island (C(clusterConfiguration.hpcIslandId)), for example next to another
+        cluster network's nodes (the gpu_nodes inventory's C(oci_hpc_island_id)). Fixed when it is made.
+    type: str
+    version_added: 0.3.0
+  network_block_ids:
+    description:
+      - With O(hpc_island_id), only in these network blocks of it (C(clusterConfiguration.networkBlockIds)).
+        Fixed when it is made.
+    type: list
+    elements: str
+    version_added: 0.3.0
   wait_timeout:
     description:
       - Seconds to wait when O(wait=true). On timeout the task fails and reports the last lifecycle state and
@@ -217,6 +240,16 @@ class ClusterNetwork(ResourceModule):
             # In check mode, ids that earlier tasks would only create are null: accepted, to predict the run.
             if p[option] is None and not (self.check_mode and option.endswith('_id')):
                 raise InputError('%s: required with state=present' % option)
+        if p['network_block_ids'] and not p['hpc_island_id']:
+            raise InputError('network_block_ids: needs hpc_island_id (the island the blocks belong to)')
+        for option, kind in (('hpc_island_id', 'computehpcisland'),):
+            problem = _launch.ocid_problem(p[option], kind) if p[option] else None
+            if problem:
+                raise InputError('%s: %s' % (option, problem))
+        for block in p['network_block_ids'] or []:
+            problem = _launch.ocid_problem(block, 'computenetworkblock')
+            if problem:
+                raise InputError('network_block_ids: %s' % problem)
         if p['node_count'] < 1:
             raise InputError('node_count: %d; a cluster network needs at least 1 node (use state=absent to remove it)'
                              % p['node_count'])
@@ -247,6 +280,8 @@ class ClusterNetwork(ResourceModule):
         p = self.params
         return dict(node_count=p['node_count'], instance_configuration_id=p['instance_configuration_id'],
                     availability_domain=p['availability_domain'], subnet_id=p['subnet_id'],
+                    placement_constraint=p['placement_constraint'], hpc_island_id=p['hpc_island_id'],
+                    network_block_ids=sorted(p['network_block_ids']) if p['network_block_ids'] else None,
                     freeform_tags=self.tags(), defined_tags=p['defined_tags'] or None)
 
     def current(self, res):
@@ -353,6 +388,9 @@ def main():
         node_count=dict(type='int'),
         availability_domain=dict(type='str'),
         subnet_id=dict(type='str'),
+        placement_constraint=dict(type='str', choices=['SINGLE_TIER', 'SINGLE_BLOCK', 'PACKED_DISTRIBUTION_MULTI_BLOCK']),
+        hpc_island_id=dict(type='str'),
+        network_block_ids=dict(type='list', elements='str'),
         remove_nodes=dict(type='list', elements='str', default=[]),
         replace_nodes=dict(type='list', elements='str', default=[]),
         cleanup_on_failure=dict(type='bool', default=True),

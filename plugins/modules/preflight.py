@@ -84,6 +84,25 @@ options:
     type: str
     choices: [auto, single, cluster_network]
     default: auto
+  gpu_placement_constraint:
+    description:
+      - OCI's placement constraint for the cluster network's hosts (the cluster_network module's O(ocigpu.cluster.cluster_network#module:placement_constraint));
+        empty leaves OCI's default (one HPC island). Refused with a single instance.
+    type: str
+    choices: ['', SINGLE_TIER, SINGLE_BLOCK, PACKED_DISTRIBUTION_MULTI_BLOCK]
+    default: ''
+    version_added: 0.3.0
+  gpu_hpc_island_id:
+    description: Only this HPC island for the cluster network's nodes; empty for any. Refused with a single instance.
+    type: str
+    default: ''
+    version_added: 0.3.0
+  gpu_network_block_ids:
+    description: With O(gpu_hpc_island_id), only these network blocks of it.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
   gpu_boot_volume_gb:
     description: Boot volume of a GPU node in GB (50 to 32768). Defaults to the shape table's size (200 GB for GPU shapes).
     type: int
@@ -173,7 +192,8 @@ checks:
     gpu:
       description:
         - C(shape), C(kind) (single or cluster_network), C(nodes) (planned), C(existing), C(new) and C(new_at_peak)
-          (with on-demand nodes), C(boot_volume_gb), C(user_data_bytes) (after base64) and C(image).
+          (with on-demand nodes), C(boot_volume_gb), C(user_data_bytes) (after base64), C(image) and C(placement)
+          (where OCI will put the nodes, in words).
       type: dict
     capacity:
       description: OCI's capacity report per shape that would get new instances.

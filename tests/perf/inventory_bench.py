@@ -136,15 +136,15 @@ def active_compartments(sim):
                if c['_tenancy'] == sim.tenancy_id and c['lifecycleState'] == 'ACTIVE')
 
 
-def expected_calls(compartments, clusters, images=2, holding=None):
+def expected_calls(compartments, clusters, images=2, holding=None, topology=True):
     """API requests for the benchmark layout (one page per list): the compartment listing and
     the root; list_instances per compartment (root included); in each of the `holding` compartments
     that hold a cluster (default: one per cluster) the other 4 lists and list_compute_hosts (the
     nodes are bare metal); per cluster the cluster network's instances, get_subnet +
     list_private_ips for its 2 subnets and get_vnic for the bastion; get_image per image. No term
-    counts instances."""
+    counts instances. Without topology, no list_compute_hosts."""
     holding = clusters if holding is None else holding
-    return 2 + compartments + 5 * holding + 6 * clusters + images
+    return 2 + compartments + (5 if topology else 4) * holding + 6 * clusters + images
 
 
 # -- running ansible-inventory ---------------------------------------------------------------------
@@ -228,12 +228,14 @@ def hosts_of(data):
     return {name: plain(data['_meta']['hostvars'][name]) for name in data['_meta']['hostvars']}
 
 
-def measure(scale, tmp, figures=None, oracle_oci=None, params=None):
-    """Seed a simulator at this scale, run cold and warm, return the figures."""
+def measure(scale, tmp, figures=None, oracle_oci=None, params=None, topology=True):
+    """Seed a simulator at this scale, run cold and warm, return the figures (topology=False: the
+    plugin's topology option off, no list_compute_hosts)."""
     params = dict(params or SCALES[scale])
     sim = Simulator(manual_clock=False).start()
     try:
-        sim.write_config(os.path.join(tmp, '%s-oci-config' % scale))
+        label = scale if topology else scale + '-no-topology'
+        sim.write_config(os.path.join(tmp, '%s-oci-config' % label))
         started = time.monotonic()
         layout = seed_tenancy(sim, **params)
         seed_s = time.monotonic() - started
@@ -242,9 +244,11 @@ def measure(scale, tmp, figures=None, oracle_oci=None, params=None):
             layout = dict(layout, clusters=[c for c in layout['clusters'] if c['name'] == one])
         truth = expected_hosts(sim, layout)
         sim.faults.add(route='*', latency=params['latency'])
-        cache_dir = os.path.join(tmp, '%s-cache' % scale)
-        config = write_config(os.path.join(tmp, '%s.gpu_nodes.yml' % scale), sim, cache_dir,
-                              extra=dict(cluster=one) if one else None)
+        cache_dir = os.path.join(tmp, '%s-cache' % label)
+        extra = dict(cluster=one) if one else {}
+        if not topology:
+            extra['topology'] = False
+        config = write_config(os.path.join(tmp, '%s.gpu_nodes.yml' % label), sim, cache_dir, extra=extra)
 
         sim.calls.reset()
         cold_wall, data, output = ansible_inventory(config)
@@ -260,12 +264,13 @@ def measure(scale, tmp, figures=None, oracle_oci=None, params=None):
         if hosts_of(data2) != found:
             raise AssertionError('warm (cached) inventory differs from the cold one')
         clusters = len(layout['clusters'])
-        result = dict(scale=scale, params=params, seed_seconds=round(seed_s, 2), hosts=len(found),
+        result = dict(scale=label, params=params, seed_seconds=round(seed_s, 2), hosts=len(found),
                       gpu_nodes=len(gpu), cold_wall=cold_wall, cold_plugin=cold_plugin,
                       warm_wall=warm_wall, warm_plugin=plugin_seconds(output2),
                       cold_calls=sum(cold_calls.values()), cold_calls_by_route=cold_calls, warm_calls=warm_calls,
                       expected_calls=expected_calls(active_compartments(sim), clusters,
-                                                    holding=len(set(c['compartment_id'] for c in layout['clusters']))))
+                                                    holding=len(set(c['compartment_id'] for c in layout['clusters'])),
+                                                    topology=topology))
         if oracle_oci:
             result['oracle'] = measure_oracle(sim, oracle_oci, tmp, scale, cluster=one)
         return result
@@ -405,12 +410,16 @@ def main(argv=None):
                         help='both: large and small; crowded: one cluster among 24 in 4,000 instances; all: the three')
     parser.add_argument('--oracle-oci', metavar='PATH', help='local checkout of oracle/oci-ansible-collection')
     parser.add_argument('--json', metavar='FILE', help='also write the figures as JSON')
+    parser.add_argument('--no-topology-too', action='store_true',
+                        help='measure each scale a second time with the topology option off (no list_compute_hosts)')
     args = parser.parse_args(argv)
     scales = dict(both=['large', 'small'], all=['large', 'small', 'crowded']).get(args.scale, [args.scale])
     tmp = tempfile.mkdtemp(prefix='ocigpu-inventory-bench-')
     try:
         baseline = baseline_seconds(tmp)
         results = [measure(s, tmp, oracle_oci=args.oracle_oci) for s in scales]
+        if args.no_topology_too:
+            results += [measure(s, tmp, topology=False) for s in scales]
         print(report(results, baseline))
         if args.json:
             with open(args.json, 'w') as f:

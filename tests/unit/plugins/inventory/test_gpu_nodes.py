@@ -135,6 +135,20 @@ def test_inventory_matches_the_simulator_exactly(ocisim, inventory, two_clusters
     assert len(by_id) == len(two_clusters['truth'])
 
 
+def test_instances_listed_without_models_read_as_the_models_do(ocisim, inventory, two_clusters):
+    """list_instances is read without the SDK's models (many instances, few kept); the hostvars are the
+    ones the models give - oci_time_created included, in the models' datetime text."""
+    import datetime
+    import oci
+    host = inventory().by_id()[two_clusters['alpha']['nodes'][0]]
+    model = oci.core.ComputeClient(oci.config.from_file(ocisim.config_file, ocisim.profile),
+                                   service_endpoint=ocisim.endpoint).get_instance(host['oci_instance_id']).data
+    assert isinstance(model.time_created, datetime.datetime)
+    assert host['oci_time_created'] == str(model.time_created)
+    assert (host['oci_display_name'], host['oci_shape'], host['oci_freeform_tags'], host['oci_lifecycle_state']) == (
+        model.display_name, model.shape, model.freeform_tags, model.lifecycle_state)
+
+
 def test_call_count_grows_with_compartments_and_subnets_not_instances(ocisim, inventory):
     def count(nodes, filler):
         ocisim.reset()

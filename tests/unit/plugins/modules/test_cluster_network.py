@@ -270,3 +270,23 @@ def test_an_interrupted_removal_is_finished_by_a_re_run(run, ocisim, cn_args, mo
     assert finished['cluster_network']['node_count'] == 2 and finished['cluster_network']['lifecycle_state'] == 'RUNNING'
     assert gone not in [n['display_name'] for n in finished['cluster_network']['nodes']]
     assert mutations(ocisim) == 0
+
+
+def test_placement_is_asked_at_create_and_fixed_afterwards(run, ocisim, cn_args):
+    """Issue 33: the placement constraint and the island and network blocks reach OCI's create; an
+    existing cluster network with another placement is refused before any change."""
+    island = 'ocid1.computehpcisland.oc1.ap-tokyo-1.aaaaisland01'
+    block = 'ocid1.computenetworkblock.oc1.ap-tokyo-1.aaaablock01'
+    args = dict(cn_args, placement_constraint='SINGLE_BLOCK', hpc_island_id=island, network_block_ids=[block])
+    cn = run(cluster_network, args)['cluster_network']
+    stored = ocisim.state.get(cn['id'])
+    assert (stored['hpcIslandId'], stored['networkBlockIds'], stored['placementConfiguration']['placementConstraint']) == (
+        island, [block], 'SINGLE_BLOCK')
+    ocisim.calls.reset()
+    assert not run(cluster_network, args)['changed'] and mutations(ocisim) == 0
+    assert not run(cluster_network, cn_args)['changed']      # not asked: whatever it has
+    refused = run(cluster_network, dict(args, placement_constraint='SINGLE_TIER'), fail=True)
+    assert refused['msg'].startswith('placement_constraint: cannot change it of an existing cluster_network')
+    assert mutations(ocisim) == 0
+    bad = run(cluster_network, dict(cn_args, network_block_ids=[block]), fail=True)
+    assert bad['msg'] == 'network_block_ids: needs hpc_island_id (the island the blocks belong to)'

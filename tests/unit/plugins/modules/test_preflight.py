@@ -136,6 +136,14 @@ CASES = {
     'flex memory beyond the shape': (dict(bastion_ocpus=20, bastion_memory_gb=4000), 'bastion_memory_gb',
                                      'VM.Standard.E5.Flex takes 1 to 1049 GB of memory'),
     'flex memory -1': (dict(bastion_memory_gb=-1), 'bastion_memory_gb', 'positive number of GB of memory'),
+    # Issue 33: placement asked where OCI cannot honour it.
+    'placement for a single instance': (dict(gpu_node_count=1, gpu_placement_constraint='SINGLE_BLOCK'),
+                                        'gpu_placement_constraint', 'only for a cluster network'),
+    'network blocks without their island': (
+        dict(gpu_network_block_ids=['ocid1.computenetworkblock.oc1.ap-tokyo-1.aaaa']), 'gpu_network_block_ids',
+        'needs gpu_hpc_island_id'),
+    'an island that is not one': (dict(gpu_hpc_island_id='ocid1.subnet.oc1.ap-tokyo-1.aaaa'), 'gpu_hpc_island_id',
+                                  'is the OCID of a subnet, not of a computehpcisland'),
 }
 
 
@@ -313,3 +321,13 @@ def test_an_api_error_is_an_error(check, ocisim):
     ocisim.faults.add(route='GET /shapes', status=500)
     result = check(fail=True, api_retries=1)
     assert result['msg'].startswith('OCI API error') and result['status'] == 500
+
+
+def test_the_plan_says_where_oci_puts_the_nodes(check):
+    assert check()['checks']['gpu']['placement'] == "one HPC island, any; OCI's default placement"
+    island = 'ocid1.computehpcisland.oc1.ap-tokyo-1.aaaaisland'
+    block = 'ocid1.computenetworkblock.oc1.ap-tokyo-1.aaaablock'
+    placed = check(gpu_placement_constraint='SINGLE_BLOCK', gpu_hpc_island_id=island, gpu_network_block_ids=[block])
+    assert placed['checks']['gpu']['placement'] == (
+        'one HPC island (%s); network blocks %s; placement constraint SINGLE_BLOCK' % (island, block))
+    assert check(gpu_node_count=1)['checks']['gpu']['placement'] == 'a single instance: any host of the availability domain'
