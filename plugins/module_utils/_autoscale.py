@@ -285,7 +285,9 @@ class Autoscaler(object):
         tags[AUTOSCALER_TAG] = 'true'
         want = dict(node_count=len(names), instance_configuration_id=self.config['instance_configuration_id'],
                     availability_domain=self.config['availability_domain'], subnet_id=self.config['subnet_id'],
-                    freeform_tags=tags)
+                    placement_constraint=self.config.get('placement_constraint') or None,
+                    hpc_island_id=self.config.get('hpc_island_id') or None,
+                    network_block_ids=self.config.get('network_block_ids') or None, freeform_tags=tags)
         name = self._display_name(names)
         log.info('resume %s: creating cluster network %s with %d node(s) for %s', what, name, len(names), carried)
         try:

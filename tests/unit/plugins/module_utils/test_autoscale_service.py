@@ -338,3 +338,14 @@ def test_without_the_slurm_roles_inputs_topology_is_left_alone(sim, tmp_path, co
     run_all(svc)
     assert open(topo['conf']).read() == before and fake.reconfigured == 0
     logged(config, 'topology gpu-1 for job 1: ')
+
+
+def test_on_demand_cluster_networks_are_placed_as_the_cluster_vars_ask(sim, tmp_path, config):
+    island = 'ocid1.computehpcisland.oc1.ap-tokyo-1.aaaaisland07'
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, placement_constraint='SINGLE_BLOCK', hpc_island_id=island)
+    fake.allocate(1, ['gpu-1', 'gpu-2'])
+    service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=1, nodes='gpu-[1-2]')])
+    run_all(svc)
+    cn, = live(sim, 'cluster_networks')
+    assert (cn['placementConfiguration']['placementConstraint'], cn['hpcIslandId']) == ('SINGLE_BLOCK', island)
