@@ -38,6 +38,13 @@ options:
     type: list
     elements: str
     default: []
+  kind:
+    description:
+      - V(tree) for Slurm's C(topology/tree) (switches per local block, network block and island), V(block) for
+        C(topology/block) (C(BlockName) lines, one block per local block, neighbours adjacent; Slurm 23.11 or later).
+    type: str
+    choices: [tree, block]
+    default: tree
   places:
     description:
       - "Places found later for some of the O(unknown) nodes, each name mapped to [island, network block, local
@@ -72,7 +79,7 @@ import re
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
-from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import PLACE_KEYS, tree_lines
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import PLACE_KEYS, topology_lines
 
 
 _NODE_NAME = re.compile(r'\bNodeName=(\S+)')
@@ -90,7 +97,7 @@ def _place(node):
     return tuple(str(w) for w in where) if all(where) else None
 
 
-def slurm_topology(nodes, unknown=None, places=None):
+def slurm_topology(nodes, unknown=None, places=None, kind='tree'):
     placed, lost = _inputs(nodes, unknown)
     for name, where in (places or {}).items():
         where = _place(where) if isinstance(where, dict) else (tuple(where) if where and all(where) else None)
@@ -98,14 +105,17 @@ def slurm_topology(nodes, unknown=None, places=None):
             placed[str(name)] = where
     if not placed and not (unknown and places is not None):
         return []
-    return tree_lines(placed, lost)
+    try:
+        return topology_lines(kind, placed, lost)
+    except ValueError as exc:
+        raise AnsibleFilterError('slurm_topology: %s' % exc)
 
 
-def slurm_topology_inputs(nodes, unknown=None):
+def slurm_topology_inputs(nodes, unknown=None, kind='tree'):
     """What slurm_topology renders from, as data: {placed: {name: [island, network block, local block]},
     unknown: [names]} - the file the autoscaler renders topology.conf from after a resume."""
     placed, lost = _inputs(nodes, unknown)
-    return dict(placed=dict((k, list(v)) for k, v in sorted(placed.items())), unknown=sorted(set(lost)))
+    return dict(kind=kind, placed=dict((k, list(v)) for k, v in sorted(placed.items())), unknown=sorted(set(lost)))
 
 
 def _inputs(nodes, unknown):

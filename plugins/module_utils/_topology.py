@@ -43,6 +43,32 @@ def _short_names(prefix, ids):
     return {i: '%s-%s' % (prefix, i) for i in ids}
 
 
+def block_lines(placed, unknown=()):
+    """topology.conf's BlockName lines for Slurm's block plugin: one block per local block, listed in
+    (island, network block) order so that neighbouring blocks are adjacent in the file (the plugin
+    joins adjacent blocks into larger ones); nodes without a place form the block ``unknown``.
+    Returns [] when nothing is placed and nothing is unknown."""
+    placed = dict((str(k), tuple(str(p) for p in v)) for k, v in placed.items())
+    lost = sorted(set(str(n) for n in unknown) - set(placed))
+    locals_ = _short_names('lb', [w[2] for w in placed.values()]) if placed else {}
+    blocks = {}
+    for name, where in placed.items():
+        blocks.setdefault(where, []).append(name)
+    lines = ['BlockName=%s Nodes=%s' % (locals_[where[2]], compress_hostlist(blocks[where])) for where in sorted(blocks)]
+    if lost:
+        lines.append('BlockName=unknown Nodes=%s' % compress_hostlist(lost))
+    return lines
+
+
+def topology_lines(kind, placed, unknown=()):
+    """The lines of topology.conf for the plugin ``kind`` (tree or block)."""
+    if kind == 'block':
+        return block_lines(placed, unknown)
+    if kind == 'tree':
+        return tree_lines(placed, unknown)
+    raise ValueError('topology: %r is neither tree nor block' % (kind,))
+
+
 def tree_lines(placed, unknown=()):
     """topology.conf's SwitchName lines.
 
@@ -122,7 +148,7 @@ def add_places(conf, inputs, places, found):
             head = [line for line in handle.read().splitlines() if line.startswith('#')]
     except FileNotFoundError:
         head = []
-    text = '\n'.join(head + tree_lines(placed, unknown)) + '\n'
+    text = '\n'.join(head + topology_lines(data.get('kind') or 'tree', placed, unknown)) + '\n'
     changed = _read_text(conf) != text
     if changed:
         # In place: Slurm's user may write the file but not its folder.

@@ -237,6 +237,10 @@ def test_topology_from_where_oci_puts_the_nodes():
     assert 'TopologyPlugin=topology/tree' in render('restart-keys.j2', placed)
     assert 'TopologyPlugin' not in conf(render('slurm.conf.j2', GPU_NODES))
     assert 'TopologyPlugin' not in conf(render('slurm.conf.j2', placed, slurm_topology='none'))
+    # The block plugin: a block per local block, and its plugin in slurm.conf.
+    assert conf(render('slurm.conf.j2', placed, slurm_topology='block'))['TopologyPlugin'] == 'topology/block'
+    blocks = [l for l in render('topology.conf.j2', placed, slurm_topology='block').splitlines() if not l.startswith('#')]
+    assert blocks == ['BlockName=lb-loc00001 Nodes=gpu-1', 'BlockName=lb-loc00002 Nodes=gpu-2']
 
 
 def test_on_demand_nodes_keep_the_places_the_autoscaler_found():
@@ -250,7 +254,7 @@ def test_on_demand_nodes_keep_the_places_the_autoscaler_found():
     assert lines == ['SwitchName=unknown Nodes=gpu-od-[1-4]']
     assert conf(render('slurm.conf.j2', {}, slurm_extra_nodes=extra))['TopologyPlugin'] == 'topology/tree'
     assert json.loads(render('topology.json.j2', {}, slurm_extra_nodes=extra)) == dict(
-        placed={}, unknown=['gpu-od-1', 'gpu-od-2', 'gpu-od-3', 'gpu-od-4'])
+        kind='tree', placed={}, unknown=['gpu-od-1', 'gpu-od-2', 'gpu-od-3', 'gpu-od-4'])
     places = {'gpu-od-2': ['ocid1.computehpcisland.oc1..isl00001', 'ocid1.computenetworkblock.oc1..blk00001',
                            'ocid1.computelocalblock.oc1..loc00007'],
               'gpu-od-9': ['ocid1.computehpcisland.oc1..isl00001', 'ocid1.computenetworkblock.oc1..blk00001',

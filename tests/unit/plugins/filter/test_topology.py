@@ -77,3 +77,35 @@ def test_bad_input_is_refused():
         slurm_topology([{'local_block_id': 'x'}])
     with pytest.raises(AnsibleFilterError, match='is a dict'):
         slurm_topology(['gpu-1'])
+
+
+def test_the_block_plugin_gets_a_block_per_local_block_neighbours_adjacent():
+    nodes = thirty_two()
+    nodes[4]['local_block_id'] = None
+    assert slurm_topology(nodes, kind='block') == [
+        'BlockName=lb-ocal0001 Nodes=gpu-[1-4,6-12]',
+        'BlockName=lb-ocal0002 Nodes=gpu-[13-24]',
+        'BlockName=lb-ocal0003 Nodes=gpu-[25-32]',
+        'BlockName=unknown Nodes=gpu-5',
+    ]
+    with pytest.raises(AnsibleFilterError, match='neither tree nor block'):
+        slurm_topology(nodes, kind='dragonfly')
+
+
+def test_the_autoscaler_renders_the_same_lines_from_the_roles_inputs(tmp_path):
+    """add_places (the autoscaler after a resume): the slurm role's topology.json and the places found give
+    the lines the filter gives, for either plugin; the file's comments stay; nothing new, nothing written."""
+    import json
+    from ansible_collections.ocigpu.cluster.plugins.filter.topology import slurm_topology_inputs
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import add_places
+    static = thirty_two()[:12]
+    place = [ISLAND, BLOCKS[1], LOCALS[2]]
+    for kind in ('tree', 'block'):
+        conf, inputs, places = tmp_path / (kind + '.conf'), tmp_path / (kind + '.json'), tmp_path / (kind + '-places.json')
+        inputs.write_text(json.dumps(slurm_topology_inputs(static, unknown=['od-[1-2]'], kind=kind)))
+        conf.write_text('# managed by Ansible\n')
+        assert add_places(str(conf), str(inputs), str(places), {'od-2': place}) == (['od-2'], True)
+        want = slurm_topology(static, unknown=['od-[1-2]'], places={'od-2': place}, kind=kind)
+        assert conf.read_text().splitlines() == ['# managed by Ansible'] + want
+        assert json.loads(places.read_text()) == {'od-2': place}
+        assert add_places(str(conf), str(inputs), str(places), {'od-2': place}) == ([], False)
