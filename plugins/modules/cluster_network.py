@@ -63,7 +63,7 @@ options:
     type: str
   placement_constraint:
     description:
-      - OCI's placement constraint when it reserves the hosts of the cluster network (C(placementConstraint)):
+      - OCI's placement constraint when it reserves the hosts of the cluster network (C(placementConstraint)),
         V(SINGLE_TIER), V(SINGLE_BLOCK) or V(PACKED_DISTRIBUTION_MULTI_BLOCK). Left out, OCI places the nodes as it
         does by default (within one HPC island).
       - Fixed when the cluster network is made; a different value for an existing one fails before any change.
