@@ -365,13 +365,17 @@ class Autoscaler(object):
         listing of the compartment's compute hosts; a node whose host is not listed (a VM, a host the
         policy hides) is left out."""
         wanted = dict((m['id'], m['name']) for m in mapping)
-        hosts = self.session.list_all(self.session.compute.list_compute_hosts, self.config['compartment_id'])
         found = {}
-        for host in hosts:
-            name = wanted.get(attr(host, 'instance_id'))
-            place = place_of_host(host) if name else None
-            if place:
-                found[name] = list(place)
+        # Beside the instances first; OCI's reference files hosts in the root compartment, listed
+        # when some are missing and the tenancy is known.
+        for compartment_id in (self.config['compartment_id'], self.session.config.get('tenancy')):
+            if not compartment_id or len(found) == len(wanted):
+                break
+            for host in self.session.list_all(self.session.compute.list_compute_hosts, compartment_id):
+                name = wanted.get(attr(host, 'instance_id'))
+                place = place_of_host(host) if name else None
+                if place:
+                    found[name] = list(place)
         return found
 
     # suspend

@@ -499,9 +499,13 @@ def host_view(sim, instance):
 
 
 def _hosts(ctx):
+    """The compute hosts filed in the compartment: beside their instances, or all in the tenancy's root
+    compartment with sim.compute_hosts_in_root (as OCI's reference describes a host's compartment)."""
     comp = compartment(ctx, ctx.query.get("compartmentId"))
+    in_root = ctx.sim.compute_hosts_in_root
     return [host_view(ctx.sim, i) for i in ctx.store.instances.values()
-            if i["compartmentId"] == comp["id"] and i["shape"].startswith("BM.") and i["_tenancy"] == ctx.tenancy]
+            if i["shape"].startswith("BM.") and i["_tenancy"] == ctx.tenancy
+            and (comp["id"] == ctx.tenancy if in_root else i["compartmentId"] == comp["id"])]
 
 
 def list_compute_hosts(ctx):

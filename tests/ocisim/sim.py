@@ -125,6 +125,7 @@ class Simulator:
         self.capacity.reset()
         self.limits.reset()
         self.local_block_hosts = self._base_local_block_hosts
+        self.compute_hosts_in_root = False   # True: list_compute_hosts answers in the root compartment only
         self.services_by_id = {}
         for item in services(self.region):
             sid = self.ocids.new("service")

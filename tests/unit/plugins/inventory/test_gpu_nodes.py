@@ -535,6 +535,23 @@ def _expand(hostlist):
     return expand_hostlist(hostlist)
 
 
+def test_compute_hosts_filed_in_the_root_compartment_are_found_there(ocisim, inventory, two_clusters):
+    """Where the hosts are not beside their instances (OCI's reference files them in the root
+    compartment), one more list_compute_hosts of the root finds them; where they are, it is not made."""
+    from tests.ocisim import compute as sim_compute
+    alpha = two_clusters['alpha']
+    ocisim.calls.reset()
+    inventory(cluster='alpha')
+    beside = ocisim.calls.as_dict().get('GET /computeHosts')
+    ocisim.compute_hosts_in_root = True
+    ocisim.calls.reset()
+    by_id = inventory(cluster='alpha').by_id()
+    assert ocisim.calls.as_dict().get('GET /computeHosts') == beside + 1
+    for iid in alpha['nodes']:
+        host = sim_compute.host_of(ocisim, ocisim.state.instances[iid])
+        assert by_id[iid]['oci_local_block_id'] == host['localBlockId']
+
+
 def _routes_called(ocisim, inventory, **options):
     ocisim.calls.reset()
     inventory(**options)
