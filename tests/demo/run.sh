@@ -173,15 +173,17 @@ hostvar() {  # hostvar INVENTORY_JSON HOST VAR
 # check_topology INVENTORY_JSON: slurmctld's topology puts every GPU node of the inventory in the
 # switch of its local block (lb-<the OCID's last 8 characters>), as the Compute Hosts API places it.
 check_topology() {
-  local topo h ip lb name
+  local topo h ip lb name members
   topo=$(on_ctl scontrol show topology)
   for h in $(jq -r '.gpu_nodes.hosts[]' "$1"); do
     ip=$(hostvar "$1" "$h" ansible_host)
     lb=$(hostvar "$1" "$h" oci_local_block_id)
     [ -n "$lb" ] || die "$h has no local block in the inventory ($1)"
     name=$(on_ctl scontrol show node --oneliner | awk -v ip="$ip" '$0 ~ "NodeAddr=" ip " " { sub(/^NodeName=/, "", $1); print $1 }')
-    printf '%s\n' "$topo" | grep -qE "^SwitchName=lb-${lb: -8} .*Nodes=$name( |\$)" \
-      || die "scontrol show topology does not put $name ($h) in its local block lb-${lb: -8}: $topo"
+    members=$(grep -E "^SwitchName=lb-${lb: -8} " <<< "$topo" | grep -oE 'Nodes=[^ ]+' | cut -d= -f2 || true)
+    if [ -z "$members" ] || ! on_ctl scontrol show hostnames "$members" | grep -qx "$name"; then
+      die "scontrol show topology does not put $name ($h) in its local block lb-${lb: -8}: $topo"
+    fi
   done
   printf '%s\n' "$topo" | sed 's/^/   topology: /'
 }
