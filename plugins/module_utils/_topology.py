@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: ocigpu.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Slurm's tree topology (topology.conf) from where OCI puts each node.
+"""Where OCI puts each GPU node, for Slurm and for the NCCL checks.
 
-One renderer for the two writers of topology.conf: the slurm role (the ``slurm_topology`` filter),
-from the inventory's places of the static nodes, and the autoscaler, which adds the places of the
-on-demand nodes it brought up. A place is (HPC island, network block, local block) OCIDs.
+A place is (HPC island, network block, local block) OCIDs. One renderer of topology.conf (tree or
+block plugin) for its two writers: the slurm role (the ``slurm_topology`` filter), from the
+inventory's places of the static nodes, and the autoscaler, which adds the places of the on-demand
+nodes it brought up (``add_places``). ``pairs_by_block`` pairs nodes for two-node NCCL runs.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def add_places(conf, inputs, places, found):
     """Record ``found`` ({name: place}) in the places file and render topology.conf again from the
     slurm role's inputs (topology.json) and every recorded place, keeping the file's comment lines.
     Returns (names whose place is new, whether topology.conf changed), or None when there is nothing
-    to render from (no inputs: the cluster has no tree topology)."""
+    to render from (no inputs: the slurm role wrote no topology for on-demand nodes)."""
     data = _read_json(inputs, None)
     if data is None:
         return None
