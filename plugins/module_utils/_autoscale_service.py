@@ -322,11 +322,12 @@ class Service(object):
             found = scaler.places(mapping)
             with self.lock:
                 done = add_places(topo['conf'], topo['inputs'], topo['places'], found)
-        except (_oci.ServiceError, OSError, ValueError) as exc:
+        # The nodes are up whatever happens here: their place is worth a warning, never a failed resume.
+        except Exception as exc:  # pylint: disable=broad-except
             log.warning('topology %s: not updated (%s); the nodes stay in the switch unknown', what, _error_text(exc))
             return
         if done is None:
-            log.info('topology %s: %s missing, the cluster has no tree topology; nothing to update', what, topo['inputs'])
+            log.info('topology %s: %s missing (no topology for on-demand nodes); nothing to update', what, topo['inputs'])
             return
         moved, changed = done
         lost = sorted(set(m['name'] for m in mapping) - set(found))
