@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import expected_largest_size, gate, parse_output
-from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import PLACE_KEYS, pairs_by_block
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import pairs_by_block, place_of
 
 
 def nccl_parse(text):
@@ -76,8 +76,7 @@ def nccl_pairs(nodes):
         name = node.get('inventory_hostname') or node.get('name')
         if not name:
             raise AnsibleFilterError('nccl_pairs: each node has inventory_hostname or name, not %r' % (node,))
-        where = tuple(node.get('oci_' + k) or node.get(k) for k in PLACE_KEYS)
-        places[str(name)] = tuple(str(w) for w in where) if all(where) else None
+        places[str(name)] = place_of(node)
     pairs, extra = pairs_by_block(places)
     return dict(pairs=pairs, extra=extra or [])
 

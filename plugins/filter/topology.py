@@ -79,7 +79,7 @@ import re
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
-from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import PLACE_KEYS, topology_lines
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import place_of, topology_lines, with_places
 
 
 _NODE_NAME = re.compile(r'\bNodeName=(\S+)')
@@ -92,17 +92,9 @@ def _get(mapping, key):
         raise AnsibleFilterError('slurm_topology: each node is a dict, not %r' % (mapping,))
 
 
-def _place(node):
-    where = tuple(_get(node, key) or _get(node, 'oci_' + key) for key in PLACE_KEYS)
-    return tuple(str(w) for w in where) if all(where) else None
-
-
 def slurm_topology(nodes, unknown=None, places=None, kind='tree'):
     placed, lost = _inputs(nodes, unknown)
-    for name, where in (places or {}).items():
-        where = _place(where) if isinstance(where, dict) else (tuple(where) if where and all(where) else None)
-        if where and name in lost:
-            placed[str(name)] = where
+    placed = with_places(placed, lost, places)
     if not placed and not (unknown and places is not None):
         return []
     try:
@@ -129,7 +121,7 @@ def _inputs(nodes, unknown):
         if not name:
             raise AnsibleFilterError('slurm_topology: each node is a dict with a name (or ansible_facts.hostname), '
                                      'not %r' % (node,))
-        where = _place(node)
+        where = place_of(node)
         if where:
             placed[str(name)] = where
         else:

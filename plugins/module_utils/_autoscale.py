@@ -45,7 +45,7 @@ import tempfile
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import ClusterOps
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist, expand_hostlist
-from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import place_of_host
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import place_of
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     CLUSTER_TAG, InputError, attr, cluster_tags, is_live)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError, WaitFailed, Waiter
@@ -373,7 +373,7 @@ class Autoscaler(object):
                 break
             for host in self.session.list_all(self.session.compute.list_compute_hosts, compartment_id):
                 name = wanted.get(attr(host, 'instance_id'))
-                place = place_of_host(host) if name else None
+                place = place_of(host) if name else None
                 if place:
                     found[name] = list(place)
         return found

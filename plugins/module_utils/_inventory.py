@@ -304,9 +304,8 @@ class Discovery:
                 dict((key, second.pop(key)) for key in list(second) if key[2] == 'compute_hosts'), instances)
             # OCI's reference files compute hosts in the root compartment; where a bare-metal node's host
             # was not found beside its instance, the root's are listed too (one call per region).
-            unplaced = sorted(set(region for region, cid in bare_metal for iid, (r, role, inst) in instances.items()
-                                  if r == region and inst.compartment_id == cid and iid not in hosts_of
-                                  and (inst.shape or '').startswith('BM.')))
+            unplaced = sorted(set(region for iid, (region, role, inst) in instances.items()
+                                  if self.topology and iid not in hosts_of and (inst.shape or '').startswith('BM.')))
             roots = [(region, self.tenancy_id) for region in unplaced if (region, self.tenancy_id) not in bare_metal]
             if roots:
                 hosts_of.update(self._places(self._run_all(pool, self._compute_host_jobs(roots)), instances))

@@ -81,6 +81,22 @@ def ocid_problem(value, kind):
     return '%r is not an OCID (expected ocid1.%s.<realm>.<region>.<id>)' % (value, kind)
 
 
+def placement_problems(hpc_island_id, network_block_ids, island_option='hpc_island_id'):
+    """[(what, text)] for a cluster network's placement, what being 'hpc_island_id' or 'network_block_ids':
+    OCIDs of the right kind, and network blocks only with the island they belong to."""
+    problems = []
+    if network_block_ids and not hpc_island_id:
+        problems.append(('network_block_ids', 'needs %s (the island the blocks belong to)' % island_option))
+    problem = ocid_problem(hpc_island_id or None, 'computehpcisland')
+    if problem:
+        problems.append(('hpc_island_id', problem))
+    for block in network_block_ids or []:
+        problem = ocid_problem(block, 'computenetworkblock')
+        if problem:
+            problems.append(('network_block_ids', problem))
+    return problems
+
+
 def fault_domain_problem(value):
     if value is None or value in FAULT_DOMAINS:
         return None

@@ -250,13 +250,9 @@ class Preflight(object):
                              'is placed wherever OCI has a host' % (p['gpu_cluster_mode'], p['gpu_node_count']))
             self.checks['gpu']['placement'] = 'a single instance: any host of the availability domain'
             return
-        if p['gpu_network_block_ids'] and not p['gpu_hpc_island_id']:
-            self.problem('gpu_network_block_ids', 'needs gpu_hpc_island_id, the island the blocks belong to')
-        for option, value, kind in ([('gpu_hpc_island_id', p['gpu_hpc_island_id'], 'computehpcisland')]
-                                    + [('gpu_network_block_ids', b, 'computenetworkblock') for b in p['gpu_network_block_ids']]):
-            problem = _launch.ocid_problem(value or None, kind)
-            if problem:
-                self.problem(option, problem)
+        for what, problem in _launch.placement_problems(p['gpu_hpc_island_id'], p['gpu_network_block_ids'],
+                                                        island_option='gpu_hpc_island_id'):
+            self.problem('gpu_' + what, problem)
         where = ['one HPC island' + (' (%s)' % p['gpu_hpc_island_id'] if p['gpu_hpc_island_id'] else ', any')]
         if p['gpu_network_block_ids']:
             where.append('network blocks %s' % ', '.join(p['gpu_network_block_ids']))

@@ -13,25 +13,41 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
+from collections.abc import Mapping
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist
 
 PLACE_KEYS = ('hpc_island_id', 'network_block_id', 'local_block_id')
 
 
-def place_of_host(host):
-    """The place of a Compute Hosts API record (SDK model or dict in either case), None when partial."""
-    def get(*names):
-        for name in names:
-            value = host.get(name) if isinstance(host, dict) else getattr(host, name, None)
+def place_of(record):
+    """The place of a node or compute host record - a mapping (hostvars, JSON) or an SDK model, its keys
+    named as the models (``hpc_island_id``), the gpu_nodes inventory (``oci_hpc_island_id``) or the API
+    (``hpcIslandId``) name them - or None when any part is missing."""
+    def get(key):
+        head, *rest = key.split('_')
+        for name in (key, 'oci_' + key, head + ''.join(word.title() for word in rest)):
+            value = record.get(name) if isinstance(record, Mapping) else getattr(record, name, None)
             if value:
                 return str(value)
         return None
-    place = (get('hpc_island_id', 'hpcIslandId'), get('network_block_id', 'networkBlockId'),
-             get('local_block_id', 'localBlockId'))
+    place = tuple(get(key) for key in PLACE_KEYS)
     return place if all(place) else None
+
+
+def with_places(placed, unknown, places):
+    """``placed`` and, for the names in ``unknown``, the places found for them later (``places``: name ->
+    [island, network block, local block] or a record for place_of): the on-demand nodes the autoscaler
+    brought up. A name outside ``unknown`` (no longer declared) is left out."""
+    out = dict(placed)
+    names = set(unknown)
+    for name, value in (places or {}).items():
+        where = place_of(value) if isinstance(value, Mapping) else (
+            tuple(str(v) for v in value) if value and all(value) else None)
+        if where and name in names:
+            out[str(name)] = where
+    return out
 
 
 def _short_names(prefix, ids):
@@ -141,28 +157,20 @@ def add_places(conf, inputs, places, found):
     recorded.update((n, list(p)) for n, p in found.items())
     if moved:
         _write(places, json.dumps(recorded, indent=2, sort_keys=True) + '\n')
-    unknown = set(data.get('unknown') or [])
-    placed = dict((n, p) for n, p in (data.get('placed') or {}).items())
-    placed.update((n, p) for n, p in recorded.items() if n in unknown)
+    unknown = data.get('unknown') or []
+    placed = with_places(data.get('placed') or {}, unknown, recorded)
     try:
         with open(conf, encoding='utf-8') as handle:
-            head = [line for line in handle.read().splitlines() if line.startswith('#')]
+            current = handle.read()
     except FileNotFoundError:
-        head = []
+        current = None
+    head = [line for line in (current or '').splitlines() if line.startswith('#')]
     text = '\n'.join(head + topology_lines(data.get('kind') or 'tree', placed, unknown)) + '\n'
-    changed = _read_text(conf) != text
+    changed = current != text
     if changed:
         # In place: Slurm's user may write the file but not its folder.
         _write(conf, text, atomic=False)
     return moved, changed
-
-
-def _read_text(path):
-    try:
-        with open(path, encoding='utf-8') as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
 
 
 def pairs_by_block(places):
@@ -174,8 +182,7 @@ def pairs_by_block(places):
     nodes without a place are paired among themselves last. Returns (pairs, extra): ``pairs`` share
     no node, so they can run at once; ``extra`` is the one pair that repeats a node when the count is
     odd (the last node with the first of its own local block), or None."""
-    def order(name):
-        return [int(t) if t.isdigit() else t for t in re.split(r'(\d+)', name)]
+    order = _natural
     blocks = {}
     for name, place in places.items():
         blocks.setdefault(tuple(place) if place else None, []).append(name)

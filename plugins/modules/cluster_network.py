@@ -240,16 +240,9 @@ class ClusterNetwork(ResourceModule):
             # In check mode, ids that earlier tasks would only create are null: accepted, to predict the run.
             if p[option] is None and not (self.check_mode and option.endswith('_id')):
                 raise InputError('%s: required with state=present' % option)
-        if p['network_block_ids'] and not p['hpc_island_id']:
-            raise InputError('network_block_ids: needs hpc_island_id (the island the blocks belong to)')
-        for option, kind in (('hpc_island_id', 'computehpcisland'),):
-            problem = _launch.ocid_problem(p[option], kind) if p[option] else None
-            if problem:
-                raise InputError('%s: %s' % (option, problem))
-        for block in p['network_block_ids'] or []:
-            problem = _launch.ocid_problem(block, 'computenetworkblock')
-            if problem:
-                raise InputError('network_block_ids: %s' % problem)
+        placement = _launch.placement_problems(p['hpc_island_id'], p['network_block_ids'])
+        if placement:
+            raise InputError('%s: %s' % placement[0])
         if p['node_count'] < 1:
             raise InputError('node_count: %d; a cluster network needs at least 1 node (use state=absent to remove it)'
                              % p['node_count'])
