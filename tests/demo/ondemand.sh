@@ -218,7 +218,12 @@ for _ in $(seq 1500); do
     done
     nodes=$(on_ctl sinfo -h -N -o '%N:%t' | tr '\n' ' ')
     [ "$nodes" = "${last_nodes:-}" ] || { mark "nodes: $nodes"; last_nodes=$nodes; }
-    case " $nodes" in *:down*) down_seen="$down_seen $nodes" ;; esac
+    # A DOWN node is recorded once, with the reason slurmctld gives at the time.
+    for dn in $(printf '%s\n' $nodes | grep ':down' | cut -d: -f1); do
+      [[ " $down_seen " == *" $dn:"* ]] && continue
+      dreason=$(on_ctl scontrol -o show node "$dn" | grep -o 'Reason=.*' | cut -c8-120 || true)
+      down_seen="$down_seen $dn: ${dreason:-no reason};"; mark "DOWN: $dn: ${dreason:-no reason}"
+    done
     # figure (b): every node of the jobs that were not told to wait is registered
     want=0
     for k in "${!job_ids[@]}"; do [ -n "${job_told[${job_ids[$k]}]:-}" ] || want=$((want + job_sizes[k])); done
@@ -271,7 +276,9 @@ if [ "${#problems[@]}" -gt 0 ]; then
   tail -40 "$work/autoscaler.log"
   # The jobs' own lines of the timeline last: a failed run's tail shows them.
   echo "   the jobs' timeline:"
-  printf '%s\n' "${timeline[@]}" | grep -E 'job [0-9]+ |submitted|restarted' | sed 's/^/   /'
+  printf '%s\n' "${timeline[@]}" | grep -E 'job [0-9]+ |submitted|restarted|DOWN' | sed 's/^/   /'
+  # What the stand-ins' hook could not do (an instance with no stand-in never registers).
+  grep -hE 'STAND-IN FAILED|start attempt' "$work/standins.log" | tail -3 | sed 's/^/   stand-ins: /' || true
   die "$(printf '%s; ' "${problems[@]}")see $work/"
 fi
 mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was told why and ran when hosts came back}; no node was DOWN"

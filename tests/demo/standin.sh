@@ -15,10 +15,32 @@ case "$OCISIM_EVENT" in
     echo "$(date +%T) launch $OCISIM_DISPLAY_NAME $OCISIM_PRIVATE_IP${OCISIM_PUBLIC_IP:+ public $OCISIM_PUBLIC_IP} ($OCISIM_SHAPE)"
     nets=(--network "ocigpu-demo:ip=$OCISIM_PRIVATE_IP")
     [ -z "${OCISIM_PUBLIC_IP:-}" ] || nets+=(--network "ocigpu-demo-public:ip=$OCISIM_PUBLIC_IP")
-    podman run -d --replace --name "$name" --hostname "${OCISIM_HOSTNAME:-$OCISIM_DISPLAY_NAME}" \
-      --label ocigpu-demo=1 --label "ocigpu-demo-instance=$OCISIM_INSTANCE_ID" \
-      "${nets[@]}" --no-hosts --privileged --systemd=always \
-      "${DEMO_IMAGE:-localhost/ocigpu-test:debian13}" /sbin/init
+    # The simulator gives a terminated instance's address to a new one as soon as the old one is
+    # TERMINATED (1.5 s here), and its container may still be on its way out (the terminate hook
+    # runs beside this one): podman refuses an address still held. A container that holds this
+    # address belongs to a terminated instance, so it goes first; then the start is tried again.
+    holders() {
+      podman ps -aq --filter label=ocigpu-demo=1 | xargs -r podman inspect \
+        -f '{{.Id}}{{range .NetworkSettings.Networks}} {{.IPAddress}}{{end}}' 2>/dev/null \
+        | awk -v ip="$OCISIM_PRIVATE_IP" '{for (i = 2; i <= NF; i++) if ($i == ip) print $1}' || true
+    }
+    started=''
+    for attempt in 1 2 3 4 5; do
+      mapfile -t old < <(holders)
+      if [ "${#old[@]}" -gt 0 ]; then
+        echo "$(date +%T) $OCISIM_DISPLAY_NAME: $OCISIM_PRIVATE_IP still held by a terminated instance's container; removing it"
+        podman rm -f -t 0 "${old[@]}" >/dev/null 2>&1 || true
+      fi
+      if podman run -d --replace --name "$name" --hostname "${OCISIM_HOSTNAME:-$OCISIM_DISPLAY_NAME}" \
+          --label ocigpu-demo=1 --label "ocigpu-demo-instance=$OCISIM_INSTANCE_ID" \
+          "${nets[@]}" --no-hosts --privileged --systemd=always \
+          "${DEMO_IMAGE:-localhost/ocigpu-test:debian13}" /sbin/init; then
+        started=1; break
+      fi
+      echo "$(date +%T) $OCISIM_DISPLAY_NAME: start attempt $attempt failed; trying again"
+      sleep 2
+    done
+    [ -n "$started" ] || { echo "$(date +%T) STAND-IN FAILED: $OCISIM_DISPLAY_NAME did not start at $OCISIM_PRIVATE_IP"; exit 1; }
     # podman bind-mounts /etc/hostname, where hostnamectl cannot replace it ("Device or resource busy");
     # on an instance it is a plain file, which configure.yml rewrites for a replacement node.
     podman exec "$name" sh -c 'h=$(cat /etc/hostname); umount /etc/hostname && printf "%s\n" "$h" > /etc/hostname'
