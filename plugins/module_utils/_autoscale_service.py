@@ -30,7 +30,9 @@ Every ``reconcile_interval`` seconds the service compares Slurm's nodes with OCI
 - nodes powering up that no request carries and that this service has not resumed (their resume
   program died before it wrote one) for ``takeover_after`` seconds get a resume from the service,
   grouped by the jobs Slurm gives them;
-- a cluster network whose Slurm names are all powered down (their suspend died) is terminated.
+- a cluster network whose Slurm names are all powered down (their suspend died) is terminated;
+- with ``heal`` on, a node drained by the health checks for a hardware reason gets a new instance
+  (plugins/module_utils/_autoscale_heal.py).
 
 Every outcome is one line of the autoscaler's log.
 """
@@ -48,6 +50,7 @@ import uuid
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
     ResumeFailed, StateFile, _error_text, log, scontrol_address_commands, scontrol_fail_command)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_heal import Healer
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import add_places
@@ -55,6 +58,8 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import Wai
 
 # Reasons of DOWN nodes that the service returns to service: a failed resume, never a person's.
 RETURN_REASONS = ('ResumeTimeout reached', 'ocigpu-autoscaler')
+# The request the pull server writes when a new node says its pull failed (plugins/module_utils/_pull.py).
+PULL_FAILED = 'pull_failed'
 
 
 def request_dir(config):
@@ -83,17 +88,26 @@ def resume_groups(names, jobs):
     return [(sorted(set(ids)), sorted(members, key=order.get)) for ids, members in groups]
 
 
-def submit(config, action, hostlist, jobs=None, source='slurmctld'):
+def _owned_like_parent(path):
+    """As root (the pull server), a request belongs to the service's user, who owns the state folder."""
+    if os.geteuid() == 0:
+        st = os.stat(os.path.dirname(os.path.abspath(path)))
+        os.chown(path, st.st_uid, st.st_gid)
+
+
+def submit(config, action, hostlist, jobs=None, source='slurmctld', **extra):
     """Write a request for the service; return its id."""
     folder = request_dir(config)
     if not os.path.isdir(folder):
         os.makedirs(folder, 0o700)
+        _owned_like_parent(folder)
     # Ids sort in the order the requests were made (nanoseconds since the epoch first).
     rid = '%020d-%s-%s' % (time.time_ns(), action, uuid.uuid4().hex[:8])
-    request = dict(id=rid, action=action, nodes=hostlist, jobs=jobs or [], source=source, submitted=time.time())
+    request = dict(extra, id=rid, action=action, nodes=hostlist, jobs=jobs or [], source=source, submitted=time.time())
     tmp = os.path.join(folder, '.%s.tmp' % rid)
     with open(tmp, 'w') as f:
         json.dump(request, f)
+    _owned_like_parent(tmp)
     os.rename(tmp, os.path.join(folder, rid + '.json'))
     return rid
 
@@ -192,6 +206,7 @@ class Service(object):
         self.resumed = set()     # names this service resumed that may still be booting (not taken over)
         self.last_reconcile = None
         self.state = StateFile(config['state_file'])
+        self.healer = Healer(config, slurm, self.state)
 
     # requests
     def waiting(self):
@@ -260,6 +275,8 @@ class Service(object):
         try:
             if request['action'] == 'resume':
                 self.resume(request)
+            elif request['action'] == PULL_FAILED:
+                self.pull_failed(request)
             else:
                 self.suspend(request)
         except Exception as exc:  # pylint: disable=broad-except
@@ -348,13 +365,13 @@ class Service(object):
             log.error('node setup %s exited %d: %s', cmd[0], proc.returncode,
                       proc.stdout.decode('utf-8', 'replace').strip()[-500:])
 
-    def _failed(self, what, job_ids, message, outcome):
+    def _failed(self, what, job_ids, message, outcome, counter='attempts'):
         prefix = self.config['resume_fail_reason_prefix']
         status = self.slurm.power_down(what, '%s: %s' % (prefix, message))
         told = []
         capacity = 'out of host capacity' in message.lower()
         for job_id in job_ids:
-            attempt = self._count_attempt(job_id, capacity)
+            attempt = self._count_attempt(job_id, capacity, counter)
             limit = int(self.config['max_resume_attempts'])
             if attempt >= limit:
                 comment = '%s: held after %d failed resumes: %s (scontrol release %s tries again)' % (
@@ -373,16 +390,19 @@ class Service(object):
                   '%s handed back to Slurm powered down (state=POWER_DOWN_FORCE)' % what,
                   ('; ' + ', '.join(told)) if told else '')
 
-    def _count_attempt(self, job_id, capacity):
+    def _count_attempt(self, job_id, capacity, counter='attempts'):
         """Count a failed resume of the job; one that failed on capacity waits for hosts this service frees."""
         def count(state):
-            attempts = state.setdefault('attempts', {})
+            attempts = state.setdefault(counter, {})
             attempts[str(job_id)] = attempts.get(str(job_id), 0) + 1
             waiting = set(state.get('capacity_waits') or [])
             waiting.discard(str(job_id))
             if capacity and attempts[str(job_id)] < int(self.config['max_resume_attempts']):
                 waiting.add(str(job_id))
             state['capacity_waits'] = sorted(waiting)
+            # Failed pulls are not forgotten at a resume; the oldest jobs' counts go past 500 of them.
+            for old in sorted(attempts, key=lambda k: int(k) if k.isdigit() else 0)[:max(0, len(attempts) - 500)]:
+                del attempts[old]
             return attempts[str(job_id)]
         return self.state.update(count)
 
@@ -411,6 +431,30 @@ class Service(object):
                 attempts.pop(str(job_id), None)
         self.state.update(forget)
 
+    # a new node's pull failed
+    def pull_failed(self, request):
+        """A node that came up could not configure itself (it told the pull server): hand it back to Slurm
+        now, as a failed resume, rather than when ResumeTimeout runs out; its jobs are requeued. Only a
+        node still powering up: one that registered meanwhile (or a stale report) is left alone. The
+        failures of a job's pulls are counted apart from its resumes (a resume that reached OCI resets
+        those), and the job is held after max_resume_attempts of them."""
+        names = expand_hostlist(request['nodes'])
+        what = compress_hostlist(names)
+        nodes = self.slurm.nodes(what) or {}
+        booting = [n for n in names if 'POWERING_UP' in nodes.get(n, ((), ''))[0]]
+        message = 'the pull on %s failed: %s' % (
+            request.get('instance_id') or 'its instance', request.get('message') or 'no reason given')
+        if not booting:
+            log.warning('%s: %s; not powering up (%s), left alone', what, message,
+                        ', '.join('%s %s' % (n, '+'.join(sorted(nodes[n][0]))) for n in names if n in nodes) or 'unknown')
+            return False
+        with self.lock:
+            self.resumed -= set(booting)
+        jobs = [j['job_id'] for j in self.slurm.jobs_on(booting)]
+        self._failed(compress_hostlist(booting), jobs, message, 'its instance goes with the power down',
+                     counter='pull_failures')
+        return True
+
     # suspend and resume-fail
     def suspend(self, request):
         action, what = request['action'], request['nodes']
@@ -438,6 +482,8 @@ class Service(object):
             log.warning('reconcile: slurmctld does not answer; nothing compared')
             return done
         busy = self.busy_names()
+        # First: the loop reads the reasons of failed new instances before they are returned to service.
+        done['heal'] = self.healer.step(nodes, busy)
 
         down = [n for n in self.config['node_names'] if n in nodes and n not in busy
                 and 'DOWN' in nodes[n][0] and 'POWERED_DOWN' in nodes[n][0]

@@ -15,6 +15,9 @@ pinned to the controller's certificate:
   and that one of its VNICs has the address the request comes from (OCI's source/destination check
   keeps an instance from sending with another's address inside the VCN), from a source port below
   1024 (which only root on that instance can bind);
+- ``POST /v1/failed`` ``{"instance_id", "name", "message"}``: the node's pull failed (the same checks
+  as a join): the autoscaler service hands the node back to Slurm at once, as a failed resume, instead
+  of waiting for ResumeTimeout (plugins/module_utils/_autoscale_service.py, ``pull_failed``);
 - ``GET /v1/health``: "ok".
 
 Every decision is logged with its reason. Configuration: the ``pull`` section of the autoscaler's
@@ -41,6 +44,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
     NODE_TAG, PULL_CERT_TAG, PULL_SERVER_TAG, setup_logging)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_cli import load_config
+from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_service import PULL_FAILED, submit
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, InputError, attr
 
@@ -119,6 +123,13 @@ class Enroller(object):
                 answer['mpi_public_key'] = f.read().strip()
         return answer
 
+    def failed(self, instance_id, name, client_ip, message):
+        """A node's report that its pull failed: a request for the autoscaler service."""
+        self.verify(instance_id, name, client_ip)
+        message = ' '.join(str(message or '').split())[:300]
+        rid = submit(self.config, PULL_FAILED, name, source='pull server', instance_id=instance_id, message=message)
+        return dict(name=name, request=rid)
+
 
 class Handler(BaseHTTPRequestHandler):
     server_version = 'ocigpu-pull'
@@ -158,28 +169,40 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802
         client = self.client_address[0]
-        if self.path != '/v1/join':
+        what = dict(join='join', failed='failure report').get(self.path[len('/v1/'):]) if self.path.startswith('/v1/') else None
+        if what is None:
             return self._send(404, dict(error='no such path'))
         try:
             if self.client_address[1] >= 1024:
-                raise JoinRefused(403, 'a join must come from a privileged source port (root on the node), not %d'
-                                  % self.client_address[1])
+                raise JoinRefused(403, 'a %s must come from a privileged source port (root on the node), not %d'
+                                  % (what, self.client_address[1]))
             length = int(self.headers.get('Content-Length') or 0)
             if length > 4096:
                 raise JoinRefused(413, 'request too large')
             body = json.loads(self.rfile.read(length).decode('utf-8') or '{}')
             if not isinstance(body, dict):
                 raise JoinRefused(400, 'the request is not a JSON object')
-            answer = self.enroller.join(body.get('instance_id'), body.get('name'), client)
+            if what == 'join':
+                answer = self.enroller.join(body.get('instance_id'), body.get('name'), client)
+            else:
+                answer = self.enroller.failed(body.get('instance_id'), body.get('name'), client, body.get('message'))
         except JoinRefused as exc:
-            log.warning('join refused for %s: %s', client, exc.reason)
+            log.warning('%s refused for %s: %s', what, client, exc.reason)
             return self._send(exc.status, dict(error=exc.reason))
         except ValueError:
             return self._send(400, dict(error='the request is not JSON'))
         except (_oci.ServiceError, _oci.OCIConfigError) as exc:
-            log.error('join from %s: the OCI API failed: %s', client, exc)
+            log.error('%s from %s: the OCI API failed: %s', what, client, exc)
             return self._send(503, dict(error='the controller cannot reach the OCI API; try again'))
-        log.info('join: %s (%s) accepted from %s', answer['name'], body.get('instance_id'), client)
+        except (IOError, OSError) as exc:
+            log.error('%s from %s: %s', what, client, exc)
+            return self._send(500, dict(error='the controller could not hand the report on'))
+        if what == 'join':
+            log.info('join: %s (%s) accepted from %s', answer['name'], body.get('instance_id'), client)
+        else:
+            log.warning('pull failed on %s (%s, %s): %s; handed to the autoscaler service (request %s)', answer['name'],
+                        body.get('instance_id'), client, ' '.join(str(body.get('message') or '').split())[:300],
+                        answer['request'])
         return self._send(200, answer)
 
 

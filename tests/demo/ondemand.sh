@@ -129,6 +129,14 @@ run_playbook "configure the controller" "$work/configure.log" -i "$work/demo.gpu
 on_ctl sinfo | sed 's/^/   /'
 on_ctl grep -E '^(SuspendTime|ResumeTimeout|ResumeProgram|SuspendProgram|NodeName=gpu)' /etc/slurm/slurm.conf | sed 's/^/   slurm.conf: /'
 on_ctl systemctl is-active ocigpu-pull-server | sed 's/^/   pull server: /'
+# No GPU node exists yet, and the lock file already holds every file the joining nodes download
+# (configure.yml locks them for the nodes that join later, docs/artifacts.md).
+locked=$(python3 -c 'import sys, yaml; print(" ".join(sorted(k.split("/")[0] for k in yaml.safe_load(open(sys.argv[1]))["artifacts"])))' "$work/demo.lock.yml")
+echo "   lock file before any GPU node: $locked"
+for c in bypass4netns cni_plugins containerd enroot pyxis rootlesskit runc slirp4netns; do
+  [[ " $locked " == *" $c "* ]] || die "the lock file has no entry for $c before the first node joins: $locked"
+done
+cp "$work/demo.lock.yml" "$work/lock-before-join.yml"
 
 step "4. Jobs of ${JOBS// /, } node(s) at once on a cluster with none${CAPACITY:+; hosts for $CAPACITY nodes}${RESTART_AFTER:+; slurmctld restarted ${RESTART_AFTER}s into the resume}"
 if [ -n "$CAPACITY" ]; then
@@ -234,6 +242,7 @@ for _ in $(seq 1500); do
         podman exec "$c" cat /var/lib/ocigpu-pull/pull.json > "$work/$c.pull.json" 2>/dev/null || rm -f "$work/$c.pull.json"
         podman exec "$c" cat /var/log/ocigpu-pull.log > "$work/$c.pull.log" 2>/dev/null || true
         podman inspect -f '{{.State.StartedAt}}' "$c" > "$work/$c.started"
+        podman exec "$c" cat /opt/ocigpu-pull/bundle/ocigpu.lock.yml > "$work/$c.lock.yml" 2>/dev/null || rm -f "$work/$c.lock.yml"
       done
     fi
   fi
@@ -257,6 +266,15 @@ if [ -n "$CAPACITY" ] && [ "$NODES" -gt "$CAPACITY" ]; then
   done
 fi
 [ -z "$RESTART_AFTER" ] || [ -n "$restarted" ] || problems+=("slurmctld was never restarted")
+# Each joined node decided no sum itself: its copy of the lock file is the one configure wrote.
+for f in "$work"/*.pull.json; do
+  copy=${f%.pull.json}.lock.yml
+  if [ ! -s "$copy" ]; then
+    problems+=("no lock file on $(basename "${f%.pull.json}")")
+  elif ! python3 -c 'import sys, yaml; a, b = (yaml.safe_load(open(p))["artifacts"] for p in sys.argv[1:]); sys.exit(a != b)' "$work/lock-before-join.yml" "$copy"; then
+    problems+=("$(basename "${f%.pull.json}") locked files of its own (its lock file differs from the controller's)")
+  fi
+done
 [ -z "$down_seen" ] || problems+=("nodes were DOWN:$down_seen")
 if grep -q 'unexpected error' "$work/autoscaler.log"; then problems+=("the autoscaler log has unexpected errors"); fi
 # Each node that came up moved from the switch "unknown" to its local block, as the simulator's

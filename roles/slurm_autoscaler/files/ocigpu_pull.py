@@ -22,8 +22,11 @@ from the controller over an authenticated channel.
    kept in a root-only file for the run and removed after it).
 4. Makes a virtual environment with ansible-core and runs ``ocigpu.cluster.configure`` against
    itself (connection local), in the group gpu_nodes under its Slurm name: the same roles as a
-   push from the operator. Only then does it start slurmd (configless, ``-N <name>``), so that
-   slurmctld sends the node no job before every role is in place.
+   push from the operator. Then it runs the node's passive health checks (``ocigpu-healthcheck
+   --no-slurm``), and only when they pass does it start slurmd (configless, ``-N <name>``), so that
+   slurmctld sends the node no job before every role is in place and the node is sound.
+5. When the configure run or the checks fail (or slurmd does not start), it tells the controller
+   (``POST /v1/failed``), which hands the node back to Slurm at once rather than at ResumeTimeout.
 
 Each step is logged with its time; the timings are written to <state>/pull.json for the
 benchmarks. The exit status is 0 when the node joined or is not an on-demand node (it never got
@@ -346,6 +349,44 @@ def run_configure(argv, bundle, log, log_file, run=subprocess.Popen):
             out.close()
 
 
+def failure_summary(log_file, limit=300):
+    """The last failed task of the last configure run in log_file, in one line: what the node tells the
+    controller when its pull fails."""
+    try:
+        with open(log_file, 'rb') as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 262144))
+            text = f.read().decode('utf-8', 'replace')
+    except (IOError, OSError):
+        return ''
+    run = text[text.rfind(' configure: ') + 1:] if ' configure: ' in text else text
+    task, found = '', ''
+    for line in run.splitlines():
+        if line.startswith('TASK ['):
+            task = line[len('TASK ['):].split(']')[0]
+        elif line.startswith(('fatal:', 'failed:')):
+            msg = line.split('=>', 1)[1].strip() if '=>' in line else line
+            try:
+                msg = json.loads(msg).get('msg') or msg
+            except (ValueError, AttributeError):
+                pass
+            found = '%s: %s' % (task, msg) if task else str(msg)
+    return ' '.join(found.split())[:limit]
+
+
+def report_failure(ctl, instance_id, name, message, log, attempts=3, sleep=time.sleep):
+    """Tell the controller that this node's pull failed, so that Slurm gets the node back now rather than
+    at ResumeTimeout; best effort (the timeout still ends it when the controller cannot be told)."""
+    try:
+        retry(lambda: ctl.request('POST', '/v1/failed', body=dict(instance_id=instance_id, name=name, message=message),
+                                  privileged=True), attempts, 5, log, 'reporting the failure', sleep=sleep)
+    except PullError as exc:
+        log('pull: could not tell the controller (%s); Slurm takes the node back at ResumeTimeout', exc)
+        return False
+    log('pull: told the controller; it hands %s back to Slurm, which requeues its jobs', name)
+    return True
+
+
 # The whole pull ---------------------------------------------------------------------------------
 
 def uptime():
@@ -354,6 +395,23 @@ def uptime():
             return float(f.read().split()[0])
     except (IOError, OSError, ValueError):
         return None
+
+
+def run_health_checks(log, run=subprocess.run, program='/usr/local/sbin/ocigpu-healthcheck'):
+    """The node's passive health checks (the node_health role's program, without telling Slurm), before
+    slurmd starts: (0, '') when they pass or the program is not installed, else (1, the failed checks)."""
+    if not os.path.exists(program):
+        return 0, ''
+    try:
+        proc = run([program, '--no-slurm'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False, timeout=600)
+    except subprocess.TimeoutExpired:
+        return 1, '%s did not finish in 600s' % program
+    lines = proc.stdout.decode('utf-8', 'replace').splitlines()
+    failed = [line[len('FAIL '):].strip() for line in lines if line.startswith('FAIL ')]
+    if proc.returncode == 0:
+        log('pull: the health checks pass (%d)', len([line for line in lines if line.startswith('ok ')]))
+        return 0, ''
+    return 1, '; '.join(failed) or 'exit %d' % proc.returncode
 
 
 def start_slurmd(log, run=subprocess.run):
@@ -365,7 +423,7 @@ def start_slurmd(log, run=subprocess.run):
 
 
 def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn=make_venv, configure_fn=run_configure,
-         start_fn=start_slurmd):
+         start_fn=start_slurmd, check_fn=run_health_checks):
     timings = dict(uptime_at_start=uptime(), started=time.time())
     mark = time.time()
 
@@ -428,8 +486,18 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     timings['total'] = round(time.time() - mark, 2)
     if rc != 0:
         log('pull: configure failed (exit %d); the full output is in %s; slurmd stays stopped', rc, opts.log_file)
+        report_failure(ctl, doc.get('id'), name, 'configure failed (exit %d): %s' % (
+            rc, failure_summary(opts.log_file) or 'see %s' % opts.log_file), log)
+        return 1, timings
+    # A node that fails its checks never registers: slurmctld would give it a job first.
+    status, failed = check_fn(log)
+    lap('checks')
+    if status != 0:
+        log('pull: the health checks failed (%s); slurmd stays stopped', failed)
+        report_failure(ctl, doc.get('id'), name, 'health checks failed: %s' % failed, log)
         return 1, timings
     if start_fn(log) != 0:
+        report_failure(ctl, doc.get('id'), name, 'slurmd did not start', log)
         return 1, timings
     lap('slurmd_start')
     timings['total'] = round(time.time() - mark, 2)

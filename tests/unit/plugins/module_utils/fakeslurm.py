@@ -23,6 +23,7 @@ class FakeSlurm(object):
         self.answering = True
         self.refused = 0
         self.reconfigured = 0
+        self.powered_up = []  # names POWER_UP asked for (slurmctld would run the resume program)
 
     # what the test does as slurmctld
     def allocate(self, job_id, names):
@@ -45,6 +46,19 @@ class FakeSlurm(object):
             for n in names:
                 self.nodes[n]['state'] = {'DOWN', 'CLOUD', 'POWERED_DOWN'}
                 self.nodes[n]['reason'] = reason
+
+    def register(self, names):
+        """The nodes' slurmd registered: powered up, idle, nothing else."""
+        with self.lock:
+            for n in names:
+                self.nodes[n]['state'] = {'IDLE', 'CLOUD'}
+                self.nodes[n]['reason'] = ''
+
+    def drain_by_checks(self, name, reason):
+        """The node's health check drained it (slurmd's HealthCheckProgram)."""
+        with self.lock:
+            self.nodes[name]['state'] = self.nodes[name]['state'] | {'DRAIN'}
+            self.nodes[name]['reason'] = reason
 
     def states(self):
         with self.lock:
@@ -89,8 +103,16 @@ class FakeSlurm(object):
                     node['reason'] = args.get('reason', '')
                     self._requeue(n)
                 elif args.get('state') == 'RESUME':
-                    node['state'] = (node['state'] - {'DOWN'}) | {'IDLE'}
+                    node['state'] = (node['state'] - {'DOWN', 'DRAIN'}) | {'IDLE'}
                     node['reason'] = ''
+                elif args.get('state') == 'POWER_UP':
+                    if 'POWERED_DOWN' not in node['state']:
+                        return 1
+                    node['state'] = (node['state'] - {'POWERED_DOWN'}) | {'POWERING_UP'}
+                    self.powered_up.append(n)
+                elif args.get('state') == 'DRAIN':
+                    node['state'] = node['state'] | {'DRAIN'}
+                    node['reason'] = args.get('reason', '')
             return 0
 
     def read(self, argv):

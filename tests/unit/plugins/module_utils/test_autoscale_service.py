@@ -152,6 +152,40 @@ def test_a_job_that_keeps_failing_is_held_with_the_reason(sim, tmp_path, config)
     assert nothing_billable(sim)
 
 
+def test_a_node_whose_pull_failed_is_handed_back_at_once_and_its_job_held_after_the_limit(sim, tmp_path, config):
+    """The pull server's report (a new node could not configure itself) fails the resume now, not at
+    ResumeTimeout; a resume that reached OCI does not reset the count of failed pulls."""
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, max_resume_attempts=2)
+    for attempt in (1, 2):
+        fake.allocate(5, ['gpu-1', 'gpu-2'])
+        service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=5, nodes='gpu-[1-2]')])
+        run_all(svc)
+        assert fake.nodes['gpu-2']['addr'] and 'POWERING_UP' in fake.nodes['gpu-2']['state']
+        service.submit(conf, service.PULL_FAILED, 'gpu-2', source='pull server', instance_id='ocid1.instance.oc1..x',
+                       message='configure failed (exit 2): enroot: sha256 mismatch')
+        run_all(svc)
+        assert fake.nodes['gpu-2']['state'] == {'IDLE', 'CLOUD', 'POWERED_DOWN'}
+        assert fake.nodes['gpu-2']['reason'] == ('ocigpu-autoscaler: the pull on ocid1.instance.oc1..x failed: '
+                                                 'configure failed (exit 2): enroot: sha256 mismatch')
+        assert fake.jobs[5]['state'] == 'PENDING' and fake.jobs[5]['held'] == (attempt == 2)
+        # Slurm powers the job's nodes down; their cluster network ends.
+        service.submit(conf, 'suspend', 'gpu-[1-2]')
+        run_all(svc)
+    assert fake.jobs[5]['comment'].startswith(
+        'ocigpu-autoscaler: held after 2 failed resumes: the pull on ocid1.instance.oc1..x failed: configure failed')
+    assert nothing_billable(sim)
+    logged(config, 'resume gpu-2 for job 5 failed: the pull on ocid1.instance.oc1..x failed')
+
+    # A report about a node that is not powering up (it registered meanwhile, or a stale one) is left alone.
+    fake.nodes['gpu-3']['state'] = {'IDLE', 'CLOUD'}
+    service.submit(conf, service.PULL_FAILED, 'gpu-3', message='late')
+    run_all(svc)
+    assert fake.nodes['gpu-3']['state'] == {'IDLE', 'CLOUD'}
+    assert not [c for c in fake.commands if 'nodename=gpu-3' in c]
+    logged(config, 'gpu-3: the pull on its instance failed: late; not powering up (gpu-3 CLOUD+IDLE), left alone')
+
+
 def test_a_resume_waits_for_the_suspend_of_its_names_made_before_it(sim, tmp_path, config):
     """Slurm powered gpu-[1-2] down and, SuspendTimeout later, up again for a new job, before the service
     got to the suspend: the old cluster network is ended first, then a new one is made, never adopted

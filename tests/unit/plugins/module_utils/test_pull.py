@@ -130,6 +130,10 @@ class FakeEnroller(object):
         return dict(name=name, conf_server='10.0.0.2:6817', munge_key_b64=base64.b64encode(MUNGE).decode(),
                     mpi_private_key=MPI_PRIVATE, mpi_public_key=MPI_PUBLIC)
 
+    def failed(self, instance_id, name, client_ip, message):
+        self.calls.append(('failed', instance_id, name, client_ip, message))
+        return dict(name=name, request='r1')
+
 
 @pytest.fixture
 def server(pull_config):
@@ -255,6 +259,62 @@ def test_configure_failure_is_reported_and_the_key_removed(server, tls, tmp_path
     assert rc == 1 and not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
     assert started == []  # a half-configured node never registers
     assert 'configure failed (exit 2)' in open(str(tmp_path / 'pull.log')).read()
+
+
+def test_a_failed_pull_tells_the_controller_which_task_failed(server, tls, tmp_path):
+    doc = tagged(server, tls)
+    opts = opts_for(tmp_path)
+    log = ocigpu_pull.Log(opts.log_file)
+
+    def configure(argv, bundle, log_, log_file):
+        log_('configure: %s', ' '.join(argv))
+        with open(log_file, 'a') as f:
+            f.write('TASK [ocigpu.cluster.enroot : Fetch the packages] ***\n'
+                    'fatal: [gpu-1]: FAILED! => {"changed": false, "msg": "sha256 mismatch: got 00, want 11"}\n'
+                    'PLAY RECAP ***\n')
+        return 2
+    rc, _t = ocigpu_pull.pull(opts, log, fetch_imds=lambda url: doc, venv_fn=lambda prefix, settings, log: '/venv',
+                              configure_fn=configure, start_fn=lambda log: 0)
+    assert rc == 1
+    assert server.enroller.calls[-1] == (
+        'failed', 'ocid1.instance.oc1..x', 'gpu-1', '127.0.0.1',
+        'configure failed (exit 2): ocigpu.cluster.enroot : Fetch the packages: sha256 mismatch: got 00, want 11')
+    assert 'told the controller; it hands gpu-1 back to Slurm' in open(opts.log_file).read()
+
+
+def test_a_failure_report_is_checked_like_a_join_and_becomes_a_request(sim, pull_config, tmp_path):  # noqa: F811
+    from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service
+    one, = _autoscale.Autoscaler(pull_config).resume('gpu-1')
+    enroller = _pull.Enroller(pull_config)
+    with pytest.raises(_pull.JoinRefused, match='carries Slurm name'):
+        enroller.failed(one['id'], 'gpu-2', one['private_ip'], 'x')
+    assert _autoscale_service.Service(pull_config, None, None).waiting() == []
+    answer = enroller.failed(one['id'], 'gpu-1', one['private_ip'], 'configure failed:\n  boom ' + 'x' * 400)
+    (rid, path), = _autoscale_service.Service(pull_config, None, None).waiting()
+    request = json.load(open(path))
+    assert answer == dict(name='gpu-1', request=rid)
+    assert (request['action'], request['nodes'], request['instance_id']) == ('pull_failed', 'gpu-1', one['id'])
+    assert request['message'].startswith('configure failed: boom x') and len(request['message']) == 300
+
+
+def test_a_node_that_fails_its_health_checks_never_starts_slurmd_and_says_why(server, tls, tmp_path):
+    doc = tagged(server, tls)
+    opts = opts_for(tmp_path)
+    program = tmp_path / 'ocigpu-healthcheck'
+    program.write_text('#!/bin/sh\necho "ok gpu_count 8 GPUs"\necho "FAIL rdma_links mlx5_3 down"\nexit 1\n')
+    program.chmod(0o755)
+    started = []
+    rc, timings = ocigpu_pull.pull(
+        opts, ocigpu_pull.Log(opts.log_file), fetch_imds=lambda url: doc, venv_fn=lambda prefix, settings, log: '/venv',
+        configure_fn=lambda *a: 0, start_fn=lambda log: started.append(1) or 0,
+        check_fn=lambda log: ocigpu_pull.run_health_checks(log, program=str(program)))
+    assert rc == 1 and started == [] and 'checks' in timings
+    assert server.enroller.calls[-1][-1] == 'health checks failed: rdma_links mlx5_3 down'
+    # Passing checks (or none installed) let slurmd start.
+    program.write_text('#!/bin/sh\necho "ok gpu_count 8 GPUs"\n')
+    log = ocigpu_pull.Log(opts.log_file)
+    assert ocigpu_pull.run_health_checks(log, program=str(program)) == (0, '')
+    assert ocigpu_pull.run_health_checks(log, program=str(tmp_path / 'none')) == (0, '')
 
 
 def test_a_node_without_a_new_enough_python_installs_one_then_makes_the_venv(tmp_path):

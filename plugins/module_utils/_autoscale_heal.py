@@ -1,0 +1,240 @@
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The self-healing loop of the autoscaler service (the ``heal`` section of its configuration, off by
+default): an on-demand node that the collection's own health check drained for a hardware reason, with
+no job left on it, gets a new instance, which is checked before it takes a job.
+
+One step per reconcile, each decided from what Slurm shows and the service's state file, so that a
+restart of the service (or of the whole controller) in the middle goes on where it was and never
+replaces a node twice:
+
+1. **replace**: the node is DRAINED (drained, no job on it) with a reason of ``ocigpu-health:`` that
+   names a check of ``heal.checks``, and it is powered up -> ``POWER_DOWN_FORCE`` with the reason
+   ``ocigpu-heal: replacing (<old reason>)``: Slurm runs the suspend program and the instance goes.
+2. **power up**: the node is powered down (``POWERED_DOWN``, no longer ``POWERING_DOWN``) ->
+   ``POWER_UP``: Slurm runs the resume program and a new instance is made. It configures itself by
+   pull and runs the passive health checks before slurmd starts; a node that fails them tells the
+   pull server and never registers (``pull_failed``).
+3. **done**: the node registered -> back in service; or its resume failed (handed back with the
+   autoscaler's reason): out of host capacity leaves it drained and says so, any other failure counts.
+   A node drained again by the checks within ``heal.failure_window`` of its replacement counts a
+   failure too; after ``heal.max_failures`` failures in a row it is left drained for a person.
+
+Limits: at most ``heal.max_at_once`` replacements at work and ``heal.max_per_hour`` started in the
+last hour; when two or more, and more than ``1 - heal.min_in_service_share``, of the on-demand nodes that
+are powered up are drained by the checks at once, nothing is replaced (a fault of the whole cluster, an
+image or a driver, is not mended by new instances) and the log says so. A person's drain (any other reason) is
+never touched.
+
+Every step writes one line to the autoscaler's log, starting with ``heal <node>:``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import log
+
+HEALTH_PREFIX = 'ocigpu-health:'
+HEAL_PREFIX = 'ocigpu-heal:'
+DEFAULTS = dict(enabled=False, checks=['gpu_count', 'xid', 'rdma_links', 'nvme_scratch'], max_at_once=1,
+                max_per_hour=4, min_in_service_share=0.5, max_failures=2, failure_window=3600)
+BUSY = ('ALLOCATED', 'MIXED', 'COMPLETING')
+
+
+def settings(config):
+    """The ``heal`` section with its defaults."""
+    return dict(DEFAULTS, **(config.get('heal') or {}))
+
+
+def hardware_checks(reason, checks):
+    """The checks of a health-check drain reason ('ocigpu-health: gpu_count 7 of 8; xid 79') among checks."""
+    if not reason.startswith(HEALTH_PREFIX):
+        return []
+    named = [part.strip().split(' ')[0] for part in reason[len(HEALTH_PREFIX):].split(';') if part.strip()]
+    return [c for c in named if c in checks]
+
+
+def _powered_up(state):
+    return not state & {'POWERED_DOWN', 'POWERING_DOWN', 'POWERING_UP', 'POWER_DOWN'}
+
+
+class Healer(object):
+    """One step of the loop per call of ``step(nodes)`` (the service's reconcile)."""
+
+    def __init__(self, config, slurm, state, clock=time.time):
+        self.config = config
+        self.heal = settings(config)
+        self.slurm = slurm
+        self.state = state          # the service's StateFile: key 'heal'
+        self.clock = clock
+        self.reason_prefix = config['resume_fail_reason_prefix']
+
+    def _read(self):
+        return self.state.read().get('heal') or dict(nodes={}, started=[], paused=False)
+
+    def _write(self, fn):
+        def update(state):
+            heal = state.setdefault('heal', {})
+            heal.setdefault('nodes', {})
+            heal.setdefault('started', [])
+            return fn(heal)
+        return self.state.update(update)
+
+    def step(self, nodes, busy=()):
+        """nodes: {name: (state flags, reason)} of the on-demand nodes; busy: names a request works on.
+        Returns {'replaced': [...], 'powered_up': [...], 'healed': [...], 'failed': [...], 'left': [...]}."""
+        done = dict(replaced=[], powered_up=[], healed=[], failed=[], left=[])
+        if not self.heal['enabled']:
+            return done
+        now = self.clock()
+        heal = self._read()
+        followed = set()
+        for name in sorted(heal['nodes']):
+            if name in nodes and name not in busy and heal['nodes'][name].get('step') in ('down', 'up', 'healthy'):
+                self._follow(name, heal['nodes'][name], nodes[name], now, done)
+                followed.add(name)
+        # What Slurm showed is older than the commands just given for the nodes followed: those wait.
+        self._start(dict((n, v) for n, v in nodes.items() if n not in followed), busy, now, done)
+        return done
+
+    # nodes being replaced
+    def _follow(self, name, rec, node, now, done):
+        flags, reason = node
+        if rec['step'] == 'down':
+            if 'POWERED_DOWN' in flags and 'POWERING_DOWN' not in flags:
+                status = self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=POWER_UP'])
+                if status:
+                    log.warning('heal %s: powered down; POWER_UP failed (scontrol exited %s), tried again', name, status)
+                    return
+                self._set(name, step='up', up_since=now)
+                log.info('heal %s: old instance gone after %.0fs; powering up a new one (state=POWER_UP)',
+                         name, now - rec['since'])
+                done['powered_up'].append(name)
+            return
+        if rec['step'] == 'healthy':
+            # Drained again by the checks soon after: the replacement failed too.
+            if now - rec['healed_at'] > float(self.heal['failure_window']):
+                self._drop(name, keep_failures=False)
+            elif 'DRAIN' in flags and hardware_checks(reason, self.heal['checks']):
+                self._fail(name, rec, 'drained again %.0fs after its replacement: %s' % (now - rec['healed_at'], reason),
+                           done)
+            return
+        # step 'up': waiting for the new instance
+        if 'POWERING_UP' in flags:
+            return
+        if reason.startswith(self.reason_prefix) and ('POWERED_DOWN' in flags or 'DOWN' in flags):
+            message = reason[len(self.reason_prefix):].lstrip(': ')
+            if 'out of host capacity' in reason.lower():
+                self._leave(name, 'no host for a new instance (%s); left drained, nothing else is tried' % message, done)
+                return
+            self._fail(name, rec, 'the new instance failed: %s' % message, done)
+            return
+        if 'ResumeTimeout' in reason:
+            self._fail(name, rec, 'the new instance did not register within ResumeTimeout', done)
+            return
+        if _powered_up(flags) and 'DOWN' not in flags:
+            self._set(name, step='healthy', healed_at=now)
+            log.info('heal %s: back in service after %.0fs (drain to registered; the new instance passed its checks)',
+                     name, now - rec['drained_seen'])
+            done['healed'].append(name)
+        elif 'POWERED_DOWN' in flags and now - rec['up_since'] > 60:
+            # POWER_UP did not take (slurmctld restarted in between): once more.
+            self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=POWER_UP'])
+            self._set(name, up_since=now)
+            log.info('heal %s: still powered down; POWER_UP again', name)
+
+    def _fail(self, name, rec, why, done):
+        failures = int(rec.get('failures', 0)) + 1
+        if failures >= int(self.heal['max_failures']):
+            self._leave(name, 'left for a person after %d failed replacements in a row: %s' % (failures, why), done)
+            return
+        log.warning('heal %s: replacement %d failed: %s; tried again within the limits', name, failures, why)
+        self._set(name, step='again', failures=failures, failed_at=self.clock())
+        done['failed'].append(name)
+
+    def _leave(self, name, why, done):
+        reason = ('%s %s' % (HEAL_PREFIX, why))[:200]
+        self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=DRAIN', 'reason=%s' % reason])
+        self._write(lambda heal: heal['nodes'].__setitem__(name, dict(step='left', reason=reason)))
+        log.warning('heal %s: %s', name, why)
+        done['left'].append(name)
+
+    def _set(self, name, **values):
+        self._write(lambda heal: heal['nodes'].setdefault(name, {}).update(values))
+
+    def _drop(self, name, keep_failures=True):
+        def drop(heal):
+            rec = heal['nodes'].pop(name, None)
+            if keep_failures and rec and rec.get('failures'):
+                heal['nodes'][name] = dict(step='again', failures=rec['failures'])
+        self._write(drop)
+
+    # new replacements
+    def _start(self, nodes, busy, now, done):
+        checks = self.heal['checks']
+        heal = self._read()
+        up = [n for n in self.config['node_names'] if n in nodes and _powered_up(nodes[n][0])]
+        sick = [n for n in up if 'DRAIN' in nodes[n][0] and hardware_checks(nodes[n][1], checks)]
+        # A node left for a person that a person returned to service (no longer drained) starts afresh.
+        for name, rec in list(heal['nodes'].items()):
+            if rec.get('step') == 'left' and name in nodes and 'DRAIN' not in nodes[name][0]:
+                self._drop(name, keep_failures=False)
+        heal = self._read()
+        candidates = [n for n in sick if n not in busy and not nodes[n][0] & set(BUSY)
+                      and heal['nodes'].get(n, {}).get('step') in (None, 'again', 'healthy')]
+        # A node whose new instance failed and that is powered down again (its suspend ran: a later
+        # reconcile than the one that saw the failure): only a power up is left to do.
+        candidates += [n for n, r in sorted(heal['nodes'].items()) if r.get('step') == 'again' and n in nodes
+                       and n not in busy and 'POWERED_DOWN' in nodes[n][0] and 'POWERING_DOWN' not in nodes[n][0]
+                       and now > float(r.get('failed_at', 0))]
+        if not candidates:
+            return
+        at_work = [n for n, r in heal['nodes'].items() if r.get('step') in ('down', 'up')]
+        if len(sick) >= 2 and len(sick) > (1.0 - float(self.heal['min_in_service_share'])) * len(up):
+            if not heal.get('paused'):
+                log.warning('heal: %d of %d powered-up on-demand nodes are drained by the checks at once (more than %d%%); '
+                            'nothing is replaced: a fault of the whole cluster needs a person', len(sick), len(up),
+                            round((1.0 - float(self.heal['min_in_service_share'])) * 100))
+                self._write(lambda h: h.__setitem__('paused', True))
+            return
+        if heal.get('paused'):
+            self._write(lambda h: h.__setitem__('paused', False))
+        recent = [t for t in heal['started'] if now - t < 3600]
+        for name in candidates:
+            if len(at_work) >= int(self.heal['max_at_once']):
+                log.info('heal %s: waiting: %d replacement(s) at work (at most %s at once)', name, len(at_work),
+                         self.heal['max_at_once'])
+                break
+            if len(recent) >= int(self.heal['max_per_hour']):
+                log.info('heal %s: waiting: %d replacement(s) started in the last hour (at most %s)', name, len(recent),
+                         self.heal['max_per_hour'])
+                break
+            rec = heal['nodes'].get(name, {})
+            old = nodes[name][1] if name in sick else rec.get('reason', '')
+            if name in sick:
+                argv = ['state=POWER_DOWN_FORCE', 'reason=%s' % ('%s replacing (%s)' % (HEAL_PREFIX, old))[:200]]
+            else:
+                argv = ['state=POWER_UP']
+            status = self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name] + argv)
+            if status:
+                log.warning('heal %s: %s failed (scontrol exited %s); tried again later', name, argv[0], status)
+                continue
+
+            def start(h, name=name, rec=rec, old=old, argv=argv):
+                h['nodes'][name] = dict(step='down' if argv[0] == 'state=POWER_DOWN_FORCE' else 'up', since=now,
+                                        up_since=now, drained_seen=rec.get('drained_seen', now),
+                                        failures=int(rec.get('failures', 0)), reason=old)
+                h['started'] = [t for t in h['started'] if now - t < 3600] + [now]
+            self._write(start)
+            at_work.append(name)
+            recent.append(now)
+            if name in sick:
+                log.info('heal %s: drained by the checks (%s) with no job on it; replacing it (state=POWER_DOWN_FORCE; '
+                         'replacement %d of at most %s this hour)', name, old, len(recent), self.heal['max_per_hour'])
+            else:
+                log.info('heal %s: powering up another new instance (state=POWER_UP; replacement %d of at most %s '
+                         'this hour)', name, len(recent), self.heal['max_per_hour'])
+            done['replaced'].append(name)
