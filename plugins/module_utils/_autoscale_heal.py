@@ -17,6 +17,9 @@ replaces a node twice:
    ``POWER_UP``: Slurm runs the resume program and a new instance is made. It configures itself by
    pull and runs the passive health checks before slurmd starts; a node that fails them tells the
    pull server and never registers (``pull_failed``).
+   A sick node that Slurm powered down first (an idle node reaches SuspendTime) has lost its
+   instance already: it is returned to service powered down (``RESUME``), and its next instance is
+   checked in its pull.
 3. **done**: the node registered -> back in service; or its resume failed (handed back with the
    autoscaler's reason): out of host capacity leaves it drained and says so, any other failure counts.
    A node drained again by the checks within ``heal.failure_window`` of its replacement counts a
@@ -105,6 +108,10 @@ class Healer(object):
         flags, reason = node
         if rec['step'] == 'down':
             if 'POWERED_DOWN' in flags and 'POWERING_DOWN' not in flags:
+                # The loop's own drain goes first (Slurm may keep DRAIN over a power down): the new
+                # instance registers undrained; it was checked in its pull.
+                if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
+                    self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=RESUME'])
                 status = self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=POWER_UP'])
                 if status:
                     log.warning('heal %s: powered down; POWER_UP failed (scontrol exited %s), tried again', name, status)
@@ -136,6 +143,8 @@ class Healer(object):
             self._fail(name, rec, 'the new instance did not register within ResumeTimeout', done)
             return
         if _powered_up(flags) and 'DOWN' not in flags:
+            if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
+                self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=RESUME'])
             self._set(name, step='healthy', healed_at=now)
             log.info('heal %s: back in service after %.0fs (drain to registered; the new instance passed its checks)',
                      name, now - rec['drained_seen'])
@@ -190,6 +199,25 @@ class Healer(object):
         candidates += [n for n, r in sorted(heal['nodes'].items()) if r.get('step') == 'again' and n in nodes
                        and n not in busy and 'POWERED_DOWN' in nodes[n][0] and 'POWERING_DOWN' not in nodes[n][0]
                        and now > float(r.get('failed_at', 0))]
+        # Slurm powered a sick idle node down before the loop got to it (SuspendTime): its instance is
+        # gone already, and the next one is checked in its pull. It goes back to service powered down.
+        gone = [n for n in self.config['node_names'] if n in nodes and n not in busy
+                and {'DRAIN', 'POWERED_DOWN'} <= nodes[n][0] and 'POWERING_DOWN' not in nodes[n][0]
+                and hardware_checks(nodes[n][1], checks) and heal['nodes'].get(n, {}).get('step') not in ('down', 'up', 'left')]
+        for name in gone:
+            status = self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=RESUME'])
+            if status:
+                continue
+            rec = heal['nodes'].get(name, {})
+
+            def returned(h, name=name, rec=rec):
+                h['nodes'][name] = dict(step='healthy', healed_at=now, failures=int(rec.get('failures', 0)),
+                                        reason=nodes[name][1])
+                h['started'] = [t for t in h['started'] if now - t < 3600] + [now]
+            self._write(returned)
+            log.info('heal %s: drained by the checks (%s) and powered down already (its instance is gone); returned to '
+                     'service powered down (state=RESUME): its next instance is checked in its pull', name, nodes[name][1])
+            done['replaced'].append(name)
         if not candidates:
             return
         at_work = [n for n, r in heal['nodes'].items() if r.get('step') in ('down', 'up')]

@@ -120,12 +120,23 @@ echo "   node template user_data: $ud_bytes bytes of base64 (OCI's limit: 32000)
 
 step "3. Configuring the controller: Slurm power saving, resume/suspend programs, pull server"
 demo_wait_standins 1
+if [ -n "${DEMO_HEAL:-}" ]; then
+  # DEMO_HEAL=1: the self-healing loop on (step 4b). Stand-ins have no GPU, so the loop also mends the
+  # check that a stand-in can fail (container_paths); they go in a second, so Slurm need not wait
+  # 600 s for a power down.
+  cat > "$work/heal-vars.yml" <<'YAML'
+autoscaling_heal: true
+slurm_autoscaler_heal_checks: [gpu_count, xid, rdma_links, nvme_scratch, container_paths]
+slurm_autoscaler_suspend_timeout: 30
+YAML
+fi
 python3 tests/demo/forward.py "$DEMO_GATEWAY" "$FORWARD_PORT" 127.0.0.1 "${endpoint##*:}" > "$work/forward.log" 2>&1 &
 FORWARD_PID=$!
 bastion_ip=$(ansible-inventory -i "$work/demo.gpu_nodes.yml" --list | jq -r 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[.bastion.hosts[0]].ansible_host | s')
 ansible bastion -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.copy -a "src=$work/ctl-oci/ dest=/etc/ocigpu-demo/oci/ mode=0644 directory_mode=0755" > "$work/ctl-oci.log"
 run_playbook "configure the controller" "$work/configure.log" -i "$work/demo.gpu_nodes.yml" playbooks/configure.yml \
-  -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME"
+  -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME" \
+  ${DEMO_HEAL:+-e "@$work/heal-vars.yml"}
 on_ctl sinfo | sed 's/^/   /'
 on_ctl grep -E '^(SuspendTime|ResumeTimeout|ResumeProgram|SuspendProgram|NodeName=gpu)' /etc/slurm/slurm.conf | sed 's/^/   slurm.conf: /'
 on_ctl systemctl is-active ocigpu-pull-server | sed 's/^/   pull server: /'
@@ -217,6 +228,7 @@ for _ in $(seq 1500); do
           bhost=$(printf '%s' "$jinfo" | grep -o 'BatchHost=[^ ]*' | cut -d= -f2 || true)
           [ -z "$bhost" ] || job_host[$id]=$bhost
           job_done[$id]=$(date +%s.%N)
+          last_ended_host=${job_host[$id]:-}
           mark "job $id ended on ${job_host[$id]:-?} ($(printf '%s' "$jinfo" | grep -o 'JobState=[^ ]*\|Restarts=[^ ]*\|ExitCode=[^ ]*' | tr '\n' ' ')): $(read_output "$id" "${job_host[$id]:-}")"
         fi
       else
@@ -303,6 +315,47 @@ mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was t
 printf '%s\n' "$topo" | sed 's/^/   topology: /'
 echo "   the autoscaler's log of it (outcomes):"
 grep -E ' (done|failed|held|requeued|hosts are free|reconcile|service|topology)' "$work/autoscaler.log" | cut -d' ' -f4- | cut -c1-220 | sed 's/^/     /'
+
+if [ -n "${DEMO_HEAL:-}" ]; then
+  step "4b. A sick node: the self-healing loop gives it a new instance, checked in its pull, and a job runs on it"
+  sick=$last_ended_host
+  sick_old=$(on_ctl scontrol show node "$sick" | grep -o 'NodeHostName=[^ ]*' | cut -d= -f2)
+  t_sick=$(date +%s.%N)
+  # A job holds the node while it is made sick: the loop never touches a node with a job on it.
+  hold=$(on_ctl sbatch --parsable -w "$sick" -o /dev/null --wrap 'sleep 15')
+  c=$(podman ps --format '{{.Names}}' | grep "^ocigpu-demo-$sick_old-" | head -1)
+  [ -n "$c" ] || die "no stand-in for $sick ($sick_old)"
+  podman exec "$c" mv /usr/bin/enroot /usr/bin/enroot.off
+  mark "heal: $sick ($sick_old) made sick (enroot gone) while job $hold runs on it"
+  reason=''
+  for _ in $(seq 60); do
+    reason=$(on_ctl scontrol -o show node "$sick" | grep -o 'Reason=.*' | cut -c8- | sed 's/ \[.*//' || true)
+    [[ "$reason" == ocigpu-health:* ]] && break; sleep 1
+  done
+  [[ "$reason" == ocigpu-health:* ]] || die "$sick was not drained by its health check (reason: '$reason')"
+  mark "heal: $sick drained by slurmd's health check: $reason"
+  healed=''
+  for _ in $(seq 300); do
+    line=$(on_ctl grep -E " heal $sick: " /var/log/ocigpu-autoscaler/autoscaler.log 2>/dev/null | tail -1 | cut -d' ' -f4- || true)
+    if [ -n "$line" ] && [ "$line" != "${last_heal:-}" ]; then mark "$line"; last_heal=$line; fi
+    case $line in *'back in service'*|*'returned to service powered down'*) healed=1; break ;; *'left'*) break ;; esac
+    sleep 2
+  done
+  [ -n "$healed" ] || die "the loop did not mend $sick; autoscaler log: $(on_ctl grep ' heal ' /var/log/ocigpu-autoscaler/autoscaler.log | tail -3)"
+  # A job under the old Slurm name runs on the new instance (powering it up first when the loop
+  # found it powered down already).
+  hjob=$(on_ctl sbatch --parsable -w "$sick" -o "/tmp/ondemand-%j.out" --chdir=/tmp --wrap hostname)
+  for _ in $(seq 300); do
+    st=$(on_ctl scontrol -o show job "$hjob" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
+    case $st in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
+    sleep 2
+  done
+  [ "$st" = COMPLETED ] || die "the job on the mended $sick ended $st"
+  new_host=$(read_output "$hjob" "$sick" | tr -d ' ')
+  mark "heal: job $hjob ran on $sick, now instance $new_host (was $sick_old)"
+  [ -n "$new_host" ] && [ "$new_host" != "$sick_old" ] || die "job $hjob did not run on a new instance of $sick ('$new_host')"
+  printf '   heal: sick -> job done on the new instance %.1f s\n' "$(echo "$(date +%s.%N) - $t_sick" | bc)"
+fi
 
 step "5. $SUSPEND_TIME s without jobs: the suspend program hands the nodes back"
 for _ in $(seq 300); do

@@ -233,6 +233,28 @@ def test_a_restart_in_the_middle_goes_on_and_never_replaces_twice(sim, tmp_path,
     assert len(gpu_instances(sim)) == 1
 
 
+def test_a_sick_node_that_slurm_powered_down_first_goes_back_to_service_powered_down(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc, clock = healing(config, fake)
+    bring_up(conf, svc, fake, ['gpu-1'], 1)
+    fake.drain_by_checks('gpu-1', SICK)
+    fake.run([conf['scontrol'], 'update', 'nodename=gpu-1', 'state=POWER_DOWN_FORCE', 'reason=' + SICK])  # SuspendTime
+    fake.nodes['gpu-1']['state'] |= {'DRAIN'}
+    service.submit(conf, 'suspend', 'gpu-1')
+    run_all(svc)
+    assert svc.reconcile()['heal']['replaced'] == ['gpu-1']
+    assert fake.nodes['gpu-1']['state'] == {'IDLE', 'CLOUD', 'POWERED_DOWN'}
+    logged(config, 'heal gpu-1: drained by the checks (%s) and powered down already' % SICK)
+    # Its next instance is drained again soon after: that counts as a failed replacement.
+    bring_up(conf, svc, fake, ['gpu-1'], 2)
+    fake.drain_by_checks('gpu-1', SICK)
+    clock.now += 60
+    done = svc.reconcile()['heal']
+    assert done['failed'] == ['gpu-1'] and done['replaced'] == []
+    clock.now += 10
+    assert svc.reconcile()['heal']['replaced'] == ['gpu-1']
+
+
 def test_the_reason_names_the_checks():
     assert heal.hardware_checks(SICK + '; xid 79 on GPU 3', heal.DEFAULTS['checks']) == ['gpu_count', 'xid']
     assert heal.hardware_checks('ocigpu-health: container_paths missing enroot', heal.DEFAULTS['checks']) == []
