@@ -251,8 +251,8 @@ class Healer(object):
                 log.warning('heal %s: %s failed (scontrol exited %s); tried again later', name, argv[0], status)
                 continue
 
-            def start(h, name=name, rec=rec, old=old, argv=argv):
-                h['nodes'][name] = dict(step='down' if argv[0] == 'state=POWER_DOWN_FORCE' else 'up', since=now,
+            def start(h, name=name, rec=rec, old=old, step='down' if name in sick else 'up'):
+                h['nodes'][name] = dict(step=step, since=now,
                                         up_since=now, drained_seen=rec.get('drained_seen', now),
                                         failures=int(rec.get('failures', 0)), reason=old)
                 h['started'] = [t for t in h['started'] if now - t < 3600] + [now]

@@ -14,6 +14,9 @@
 #      bundle and munge key from the controller, the roles against themselves) -> slurmd
 #      registers -> the jobs run and their output is checked; the job that does not fit is told
 #      why in its comment within a minute, requeued, and runs once the others' hosts are free
+#   4b. the self-healing loop (DEMO_HEAL= leaves it out): the last job's node is made sick while a
+#      job holds it, slurmd's health check drains it, the loop replaces it, the new instance pulls
+#      and passes its checks, and a job runs on it under the old Slurm name
 #   5. 30 s without jobs: the suspend program terminates the cluster networks; the stand-ins go;
 #      no node is DOWN
 #   6. teardown finds nothing billable
@@ -35,9 +38,9 @@ SUSPEND_TIME=${DEMO_SUSPEND_TIME:-30}
 # configure run that restarts slurmctld in the middle of a resume). DEMO_NODES=N runs one N-node job
 # with neither (tests/perf/pull_bench.sh runs 2, 4 and 8).
 if [ -n "${DEMO_NODES:-}" ]; then
-  JOBS=$DEMO_NODES CAPACITY='' RESTART_AFTER=''
+  JOBS=$DEMO_NODES CAPACITY='' RESTART_AFTER='' HEAL=''
 else
-  JOBS=${DEMO_JOBS:-2 1 1} CAPACITY=${DEMO_CAPACITY-3} RESTART_AFTER=${DEMO_RESTART_AFTER-2}
+  JOBS=${DEMO_JOBS:-2 1 1} CAPACITY=${DEMO_CAPACITY-3} RESTART_AFTER=${DEMO_RESTART_AFTER-2} HEAL=${DEMO_HEAL-1}
 fi
 NODES=0
 for n in $JOBS; do NODES=$((NODES + n)); done
@@ -120,15 +123,16 @@ echo "   node template user_data: $ud_bytes bytes of base64 (OCI's limit: 32000)
 
 step "3. Configuring the controller: Slurm power saving, resume/suspend programs, pull server"
 demo_wait_standins 1
-if [ -n "${DEMO_HEAL:-}" ]; then
-  # DEMO_HEAL=1: the self-healing loop on (step 4b). Stand-ins have no GPU, so the loop also mends the
-  # check that a stand-in can fail (container_paths); they go in a second, so Slurm need not wait
-  # 600 s for a power down.
+if [ -n "$HEAL" ]; then
+  # The self-healing loop on (step 4b; DEMO_HEAL= leaves it off). Stand-ins have no GPU, so the
+  # loop also mends the check a stand-in can fail (container_paths); they go in a second, so Slurm
+  # need not wait 600 s for a power down.
   cat > "$work/heal-vars.yml" <<'YAML'
 autoscaling_heal: true
 slurm_autoscaler_heal_checks: [gpu_count, xid, rdma_links, nvme_scratch, container_paths]
 slurm_autoscaler_suspend_timeout: 30
 YAML
+  demo_check_vars "$work/heal-vars.yml"
 fi
 python3 tests/demo/forward.py "$DEMO_GATEWAY" "$FORWARD_PORT" 127.0.0.1 "${endpoint##*:}" > "$work/forward.log" 2>&1 &
 FORWARD_PID=$!
@@ -136,7 +140,7 @@ bastion_ip=$(ansible-inventory -i "$work/demo.gpu_nodes.yml" --list | jq -r 'def
 ansible bastion -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.copy -a "src=$work/ctl-oci/ dest=/etc/ocigpu-demo/oci/ mode=0644 directory_mode=0755" > "$work/ctl-oci.log"
 run_playbook "configure the controller" "$work/configure.log" -i "$work/demo.gpu_nodes.yml" playbooks/configure.yml \
   -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME" \
-  ${DEMO_HEAL:+-e "@$work/heal-vars.yml"}
+  ${HEAL:+-e "@$work/heal-vars.yml"}
 on_ctl sinfo | sed 's/^/   /'
 on_ctl grep -E '^(SuspendTime|ResumeTimeout|ResumeProgram|SuspendProgram|NodeName=gpu)' /etc/slurm/slurm.conf | sed 's/^/   slurm.conf: /'
 on_ctl systemctl is-active ocigpu-pull-server | sed 's/^/   pull server: /'
@@ -316,7 +320,7 @@ printf '%s\n' "$topo" | sed 's/^/   topology: /'
 echo "   the autoscaler's log of it (outcomes):"
 grep -E ' (done|failed|held|requeued|hosts are free|reconcile|service|topology)' "$work/autoscaler.log" | cut -d' ' -f4- | cut -c1-220 | sed 's/^/     /'
 
-if [ -n "${DEMO_HEAL:-}" ]; then
+if [ -n "$HEAL" ]; then
   step "4b. A sick node: the self-healing loop gives it a new instance, checked in its pull, and a job runs on it"
   sick=$last_ended_host
   sick_old=$(on_ctl scontrol show node "$sick" | grep -o 'NodeHostName=[^ ]*' | cut -d= -f2)
