@@ -39,6 +39,15 @@ def bring_up(conf, svc, fake, names, job_id):
     fake.jobs[job_id]['state'] = 'COMPLETED'
 
 
+def one_sick_node(config, **limits):  # pylint: disable=redefined-outer-name
+    """The loop on, gpu-1 up and idle, then drained by its health check."""
+    fake = FakeSlurm(config['node_names'])
+    conf, svc, clock = healing(config, fake, **limits)
+    bring_up(conf, svc, fake, ['gpu-1'], 1)
+    fake.drain_by_checks('gpu-1', SICK)
+    return fake, conf, svc, clock
+
+
 def instance_of(sim, name):  # pylint: disable=redefined-outer-name
     found = [i['id'] for i in gpu_instances(sim) if i['freeformTags'].get('ocigpu-slurm-node') == name]
     return found[0] if found else None
@@ -153,10 +162,7 @@ def test_never_below_the_share_in_service(sim, tmp_path, config):
 
 
 def test_a_capacity_error_leaves_the_node_drained_and_says_so(sim, tmp_path, config):
-    fake = FakeSlurm(config['node_names'])
-    conf, svc, clock = healing(config, fake)
-    bring_up(conf, svc, fake, ['gpu-1'], 1)
-    fake.drain_by_checks('gpu-1', SICK)
+    fake, conf, svc, clock = one_sick_node(config)
     assert svc.reconcile()['heal']['replaced'] == ['gpu-1']
     slurmctld_follows(sim, conf, svc, fake)
     sim.capacity.set(SHAPE, 0)
@@ -173,10 +179,7 @@ def test_a_capacity_error_leaves_the_node_drained_and_says_so(sim, tmp_path, con
 
 
 def test_a_node_whose_replacements_fail_twice_is_left_for_a_person(sim, tmp_path, config):
-    fake = FakeSlurm(config['node_names'])
-    conf, svc, clock = healing(config, fake, max_per_hour=10)
-    bring_up(conf, svc, fake, ['gpu-1'], 1)
-    fake.drain_by_checks('gpu-1', SICK)
+    fake, conf, svc, clock = one_sick_node(config, max_per_hour=10)
     replace_once(sim, conf, svc, fake, clock, 'gpu-1')
     # The new instance fails its checks in its pull and tells the pull server.
     service.submit(conf, service.PULL_FAILED, 'gpu-1', instance_id=instance_of(sim, 'gpu-1'), message='health: gpu_count 7 of 8')
@@ -203,10 +206,7 @@ def test_a_node_whose_replacements_fail_twice_is_left_for_a_person(sim, tmp_path
 
 
 def test_a_restart_in_the_middle_goes_on_and_never_replaces_twice(sim, tmp_path, config):
-    fake = FakeSlurm(config['node_names'])
-    conf, svc, clock = healing(config, fake)
-    bring_up(conf, svc, fake, ['gpu-1'], 1)
-    fake.drain_by_checks('gpu-1', SICK)
+    fake, conf, svc, clock = one_sick_node(config)
     assert svc.reconcile()['heal']['replaced'] == ['gpu-1']
     # slurmctld runs the suspend program, which hands the request over; the service restarts before
     # carrying it out: the restarted one waits for the suspend, then powers up once.
@@ -234,10 +234,7 @@ def test_a_restart_in_the_middle_goes_on_and_never_replaces_twice(sim, tmp_path,
 
 
 def test_a_sick_node_that_slurm_powered_down_first_goes_back_to_service_powered_down(sim, tmp_path, config):
-    fake = FakeSlurm(config['node_names'])
-    conf, svc, clock = healing(config, fake)
-    bring_up(conf, svc, fake, ['gpu-1'], 1)
-    fake.drain_by_checks('gpu-1', SICK)
+    fake, conf, svc, clock = one_sick_node(config)
     fake.run([conf['scontrol'], 'update', 'nodename=gpu-1', 'state=POWER_DOWN_FORCE', 'reason=' + SICK])  # SuspendTime
     fake.nodes['gpu-1']['state'] |= {'DRAIN'}
     service.submit(conf, 'suspend', 'gpu-1')
