@@ -243,7 +243,7 @@ for _ in $(seq 1500); do
     nodes=$(on_ctl sinfo -h -N -o '%N:%t' | tr '\n' ' ')
     [ "$nodes" = "${last_nodes:-}" ] || { mark "nodes: $nodes"; last_nodes=$nodes; }
     # A DOWN node is recorded once, with the reason slurmctld gives at the time.
-    for dn in $(printf '%s\n' $nodes | grep ':down' | cut -d: -f1); do
+    for dn in $(tr ' ' '\n' <<< "$nodes" | grep ':down' | cut -d: -f1); do
       [[ " $down_seen " == *" $dn:"* ]] && continue
       dreason=$(on_ctl scontrol -o show node "$dn" | grep -o 'Reason=.*' | cut -c8-120 || true)
       down_seen="$down_seen $dn: ${dreason:-no reason};"; mark "DOWN: $dn: ${dreason:-no reason}"
@@ -357,7 +357,9 @@ if [ -n "$HEAL" ]; then
   [ "$st" = COMPLETED ] || die "the job on the mended $sick ended $st"
   new_host=$(read_output "$hjob" "$sick" | tr -d ' ')
   mark "heal: job $hjob ran on $sick, now instance $new_host (was $sick_old)"
-  [ -n "$new_host" ] && [ "$new_host" != "$sick_old" ] || die "job $hjob did not run on a new instance of $sick ('$new_host')"
+  if [ -z "$new_host" ] || [ "$new_host" = "$sick_old" ]; then
+    die "job $hjob did not run on a new instance of $sick ('$new_host')"
+  fi
   printf '   heal: sick -> job done on the new instance %.1f s\n' "$(echo "$(date +%s.%N) - $t_sick" | bc)"
 fi
 
