@@ -111,8 +111,8 @@ class Healer(object):
                 # The loop's own drain goes first (Slurm may keep DRAIN over a power down): the new
                 # instance registers undrained; it was checked in its pull.
                 if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
-                    self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=RESUME'])
-                status = self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=POWER_UP'])
+                    self.slurm.return_to_service(name)
+                status = self._update(name, 'state=POWER_UP')
                 if status:
                     log.warning('heal %s: powered down; POWER_UP failed (scontrol exited %s), tried again', name, status)
                     return
@@ -124,7 +124,7 @@ class Healer(object):
         if rec['step'] == 'healthy':
             # Drained again by the checks soon after: the replacement failed too.
             if now - rec['healed_at'] > float(self.heal['failure_window']):
-                self._drop(name, keep_failures=False)
+                self._drop(name)
             elif 'DRAIN' in flags and hardware_checks(reason, self.heal['checks']):
                 self._fail(name, rec, 'drained again %.0fs after its replacement: %s' % (now - rec['healed_at'], reason),
                            done)
@@ -144,14 +144,14 @@ class Healer(object):
             return
         if _powered_up(flags) and 'DOWN' not in flags:
             if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
-                self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=RESUME'])
+                self.slurm.return_to_service(name)
             self._set(name, step='healthy', healed_at=now)
             log.info('heal %s: back in service after %.0fs (drain to registered; the new instance passed its checks)',
                      name, now - rec['drained_seen'])
             done['healed'].append(name)
         elif 'POWERED_DOWN' in flags and now - rec['up_since'] > 60:
             # POWER_UP did not take (slurmctld restarted in between): once more.
-            self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=POWER_UP'])
+            self._update(name, 'state=POWER_UP')
             self._set(name, up_since=now)
             log.info('heal %s: still powered down; POWER_UP again', name)
 
@@ -166,20 +166,25 @@ class Healer(object):
 
     def _leave(self, name, why, done):
         reason = ('%s %s' % (HEAL_PREFIX, why))[:200]
-        self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=DRAIN', 'reason=%s' % reason])
+        self._update(name, 'state=DRAIN', 'reason=%s' % reason)
         self._write(lambda heal: heal['nodes'].__setitem__(name, dict(step='left', reason=reason)))
         log.warning('heal %s: %s', name, why)
         done['left'].append(name)
 
+    def _update(self, name, *settings):
+        return self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name] + list(settings))
+
     def _set(self, name, **values):
         self._write(lambda heal: heal['nodes'].setdefault(name, {}).update(values))
 
-    def _drop(self, name, keep_failures=True):
-        def drop(heal):
-            rec = heal['nodes'].pop(name, None)
-            if keep_failures and rec and rec.get('failures'):
-                heal['nodes'][name] = dict(step='again', failures=rec['failures'])
-        self._write(drop)
+    def _drop(self, name):
+        """The node starts afresh: no record, no failures in a row."""
+        self._write(lambda heal: heal['nodes'].pop(name, None))
+
+    @staticmethod
+    def _started(heal, now):
+        """Count a replacement started now; those of the last hour are kept for max_per_hour."""
+        heal['started'] = [t for t in heal['started'] if now - t < 3600] + [now]
 
     # new replacements
     def _start(self, nodes, busy, now, done):
@@ -190,7 +195,7 @@ class Healer(object):
         # A node left for a person that a person returned to service (no longer drained) starts afresh.
         for name, rec in list(heal['nodes'].items()):
             if rec.get('step') == 'left' and name in nodes and 'DRAIN' not in nodes[name][0]:
-                self._drop(name, keep_failures=False)
+                self._drop(name)
         heal = self._read()
         candidates = [n for n in sick if n not in busy and not nodes[n][0] & set(BUSY)
                       and heal['nodes'].get(n, {}).get('step') in (None, 'again', 'healthy')]
@@ -205,15 +210,14 @@ class Healer(object):
                 and {'DRAIN', 'POWERED_DOWN'} <= nodes[n][0] and 'POWERING_DOWN' not in nodes[n][0]
                 and hardware_checks(nodes[n][1], checks) and heal['nodes'].get(n, {}).get('step') not in ('down', 'up', 'left')]
         for name in gone:
-            status = self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=RESUME'])
-            if status:
+            if self.slurm.return_to_service(name):
                 continue
             rec = heal['nodes'].get(name, {})
 
             def returned(h, name=name, rec=rec):
                 h['nodes'][name] = dict(step='healthy', healed_at=now, failures=int(rec.get('failures', 0)),
                                         reason=nodes[name][1])
-                h['started'] = [t for t in h['started'] if now - t < 3600] + [now]
+                self._started(h, now)
             self._write(returned)
             log.info('heal %s: drained by the checks (%s) and powered down already (its instance is gone); returned to '
                      'service powered down (state=RESUME): its next instance is checked in its pull', name, nodes[name][1])
@@ -243,19 +247,19 @@ class Healer(object):
             rec = heal['nodes'].get(name, {})
             old = nodes[name][1] if name in sick else rec.get('reason', '')
             if name in sick:
-                argv = ['state=POWER_DOWN_FORCE', 'reason=%s' % ('%s replacing (%s)' % (HEAL_PREFIX, old))[:200]]
+                status = self.slurm.power_down(name, '%s replacing (%s)' % (HEAL_PREFIX, old))
             else:
-                argv = ['state=POWER_UP']
-            status = self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name] + argv)
+                status = self._update(name, 'state=POWER_UP')
             if status:
-                log.warning('heal %s: %s failed (scontrol exited %s); tried again later', name, argv[0], status)
+                log.warning('heal %s: %s failed (scontrol exited %s); tried again later', name,
+                            'POWER_DOWN_FORCE' if name in sick else 'POWER_UP', status)
                 continue
 
             def start(h, name=name, rec=rec, old=old, step='down' if name in sick else 'up'):
                 h['nodes'][name] = dict(step=step, since=now,
                                         up_since=now, drained_seen=rec.get('drained_seen', now),
                                         failures=int(rec.get('failures', 0)), reason=old)
-                h['started'] = [t for t in h['started'] if now - t < 3600] + [now]
+                self._started(h, now)
             self._write(start)
             at_work.append(name)
             recent.append(now)

@@ -50,6 +50,8 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CL
 
 __all__ = ['Enroller', 'JoinRefused', 'make_server', 'main', 'PULL_SERVER_TAG', 'PULL_CERT_TAG']
 PULL_REQUIRED = ('listen', 'port', 'cert', 'key', 'bundle', 'munge_key', 'conf_server')
+# The paths a node may POST to, and what each request is called in the log.
+POST_PATHS = {'/v1/join': 'join', '/v1/failed': 'failure report'}
 
 log = logging.getLogger('ocigpu.pull')
 
@@ -128,7 +130,7 @@ class Enroller(object):
         self.verify(instance_id, name, client_ip)
         message = ' '.join(str(message or '').split())[:300]
         rid = submit(self.config, PULL_FAILED, name, source='pull server', instance_id=instance_id, message=message)
-        return dict(name=name, request=rid)
+        return dict(name=name, request=rid, message=message)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -169,7 +171,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802
         client = self.client_address[0]
-        what = dict(join='join', failed='failure report').get(self.path[len('/v1/'):]) if self.path.startswith('/v1/') else None
+        what = POST_PATHS.get(self.path)
         if what is None:
             return self._send(404, dict(error='no such path'))
         try:
@@ -201,8 +203,7 @@ class Handler(BaseHTTPRequestHandler):
             log.info('join: %s (%s) accepted from %s', answer['name'], body.get('instance_id'), client)
         else:
             log.warning('pull failed on %s (%s, %s): %s; handed to the autoscaler service (request %s)', answer['name'],
-                        body.get('instance_id'), client, ' '.join(str(body.get('message') or '').split())[:300],
-                        answer['request'])
+                        body.get('instance_id'), client, answer['message'], answer['request'])
         return self._send(200, answer)
 
 

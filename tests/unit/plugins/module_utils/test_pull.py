@@ -132,7 +132,7 @@ class FakeEnroller(object):
 
     def failed(self, instance_id, name, client_ip, message):
         self.calls.append(('failed', instance_id, name, client_ip, message))
-        return dict(name=name, request='r1')
+        return dict(name=name, request='r1', message=message)
 
 
 @pytest.fixture
@@ -292,7 +292,7 @@ def test_a_failure_report_is_checked_like_a_join_and_becomes_a_request(sim, pull
     answer = enroller.failed(one['id'], 'gpu-1', one['private_ip'], 'configure failed:\n  boom ' + 'x' * 400)
     (rid, path), = _autoscale_service.Service(pull_config, None, None).waiting()
     request = json.load(open(path))
-    assert answer == dict(name='gpu-1', request=rid)
+    assert answer == dict(name='gpu-1', request=rid, message=request['message'])
     assert (request['action'], request['nodes'], request['instance_id']) == ('pull_failed', 'gpu-1', one['id'])
     assert request['message'].startswith('configure failed: boom x') and len(request['message']) == 300
 
