@@ -187,6 +187,8 @@ read_output() {
   printf '%s\n' "$out" > "$work/job-$1.out"
   printf '%s' "$out" | tr '\n' ' '
 }
+# node_reason NODE: the node's reason in slurmctld, without who set it and when.
+node_reason() { on_ctl scontrol -o show node "$1" | grep -o 'Reason=.*' | cut -c8- | sed 's/ \[.*//' || true; }
 t_resume=''; restarted=''; down_seen=''
 for _ in $(seq 1500); do
   if [ -z "$t_resume" ] && on_ctl grep -q ' resume gpu-' /var/log/ocigpu-autoscaler/autoscaler.log 2>/dev/null; then
@@ -240,18 +242,19 @@ for _ in $(seq 1500); do
       fi
       case "${jstate:-}" in FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) die "job $id ended $jstate" ;; esac
     done
-    nodes=$(on_ctl sinfo -h -N -o '%N:%t' | tr '\n' ' ')
+    # A slurmctld too busy to answer in time ("Socket timed out"): nothing is compared this round.
+    if ! nodes=$(on_ctl sinfo -h -N -o '%N:%t' 2>/dev/null | tr '\n' ' '); then sleep 1; continue; fi
     [ "$nodes" = "${last_nodes:-}" ] || { mark "nodes: $nodes"; last_nodes=$nodes; }
     # A DOWN node is recorded once, with the reason slurmctld gives at the time.
     for dn in $(tr ' ' '\n' <<< "$nodes" | grep ':down' | cut -d: -f1); do
       [[ " $down_seen " == *" $dn:"* ]] && continue
-      dreason=$(on_ctl scontrol -o show node "$dn" | grep -o 'Reason=.*' | cut -c8-120 || true)
+      dreason=$(node_reason "$dn" | cut -c1-120)
       down_seen="$down_seen $dn: ${dreason:-no reason};"; mark "DOWN: $dn: ${dreason:-no reason}"
     done
     # figure (b): every node of the jobs that were not told to wait is registered
     want=0
     for k in "${!job_ids[@]}"; do [ -n "${job_told[${job_ids[$k]}]:-}" ] || want=$((want + job_sizes[k])); done
-    if [ -z "${t_registered:-}" ] && [ "$(on_ctl sinfo -h -N -o '%t' | grep -cE '^(alloc|mix|idle|comp)$')" -ge "$want" ]; then
+    if [ -z "${t_registered:-}" ] && [ "$(tr ' ' '\n' <<< "$nodes" | grep -cE ':(alloc|mix|idle|comp)$')" -ge "$want" ]; then
       t_registered=$(date +%s.%N); mark "all $want on-demand nodes of the jobs that fit registered"
       # What each node's pull recorded (roles/slurm_autoscaler/files/ocigpu_pull.py writes its timings).
       for c in $(podman ps --filter label=ocigpu-demo=1 --format '{{.Names}}' | grep -v bastion); do
@@ -333,7 +336,7 @@ if [ -n "$HEAL" ]; then
   mark "heal: $sick ($sick_old) made sick (enroot gone) while job $hold runs on it"
   reason=''
   for _ in $(seq 60); do
-    reason=$(on_ctl scontrol -o show node "$sick" | grep -o 'Reason=.*' | cut -c8- | sed 's/ \[.*//' || true)
+    reason=$(node_reason "$sick")
     [[ "$reason" == ocigpu-health:* ]] && break; sleep 1
   done
   [[ "$reason" == ocigpu-health:* ]] || die "$sick was not drained by its health check (reason: '$reason')"
