@@ -120,6 +120,28 @@ class Healer(object):
                 log.info('heal %s: old instance gone after %.0fs; powering up a new one (state=POWER_UP)',
                          name, now - rec['since'])
                 done['powered_up'].append(name)
+            elif 'POWERING_UP' in flags:
+                # Powered up by another hand before the loop did it (a person's POWER_UP): the new
+                # instance is on its way, and is followed as the loop's own.
+                self._set(name, step='up', up_since=now)
+                log.info('heal %s: powered up by another hand after its power down; following the new instance', name)
+            elif _powered_up(flags) and 'POWERING_DOWN' not in flags and now - rec['since'] > 60:
+                if 'DRAIN' not in flags:
+                    # Powered down, up and registered while the loop was not looking (a person): nothing left to do.
+                    self._set(name, step='healthy', healed_at=now)
+                    log.info('heal %s: back in service after %.0fs (another hand powered it up)', name,
+                             now - rec['drained_seen'])
+                    done['healed'].append(name)
+                elif reason.startswith(HEAL_PREFIX) or hardware_checks(reason, self.heal['checks']):
+                    # The power down did not take (slurmctld restarted in between): once more.
+                    self.slurm.power_down(name, '%s replacing (%s)' % (HEAL_PREFIX, rec.get('reason', '')))
+                    self._set(name, since=now)
+                    log.info('heal %s: still powered up %.0fs after its power down; POWER_DOWN_FORCE again', name,
+                             now - rec['since'])
+                else:
+                    # A person drained it again with a reason of their own: theirs now.
+                    self._drop(name)
+                    log.info('heal %s: drained by a person while it was being replaced (%s); left to them', name, reason)
             return
         if rec['step'] == 'healthy':
             # Drained again by the checks soon after: the replacement failed too.

@@ -206,7 +206,7 @@ class Service(object):
         self.resumed = set()     # names this service resumed that may still be booting (not taken over)
         self.last_reconcile = None
         self.state = StateFile(config['state_file'])
-        self.healer = Healer(config, slurm, self.state)
+        self.healer = Healer(config, slurm, self.state, clock=self.clock)
 
     # requests
     def waiting(self):

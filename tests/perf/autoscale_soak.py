@@ -1,9 +1,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Soak of the autoscaler service: many jobs of random sizes through a model of slurmctld's power
 saving, against the OCI simulator with its clock running fast, while the API throttles and fails,
-the shape runs out of hosts, slurmctld restarts and the resume and suspend programs are killed.
+the shape runs out of hosts, slurmctld restarts and the resume and suspend programs are killed; with
+``--heal``, the self-healing loop is on and nodes fall sick among the faults.
 
-    python -m tests.perf.autoscale_soak [--cycles 200] [--seed 1]
+    python -m tests.perf.autoscale_soak [--cycles 200] [--seed 1] [--heal]
 
 Each cycle submits one job (1, 2 or 4 nodes, 1 to 10 minutes of work). Slurm is the model of
 tests/unit/plugins/module_utils/fakeslurm.py with a scheduler: it allocates powered-down nodes to
@@ -18,7 +19,17 @@ start, less the time from its last allocation to its nodes' addresses, counted i
 times 5 s: the simulator's own clock also jumps with every wait of every thread, so it overstates;
 it includes queueing behind other jobs for the 16 nodes), with the median,
 nodes left DOWN (goal 0), billable resources left at the end (goal 0), and the faults injected, which
-go on until every job has ended. A real slurmctld is not used:
+go on until every job has ended.
+
+With ``--heal``: a powered-up node (idle, or running a job) is drained now and then as its health check
+would (``ocigpu-health: xid 79``), and a quarter of the new instances fall sick again soon after they
+register (for ``heal.max_failures``). Slurm powers a drained idle node down after SuspendTime, as it
+does an idle one, so both of the loop's paths are taken. More figures: the loop's steps (replacements
+started, new instances powered up, healed, failed, left drained for a person), the time from drain to
+back in service (schedulable: undrained and registered, or undrained and powered down; in passes times
+5 s, as the wait above, and with the same queueing: a node is replaced only once its job ended), nodes still
+drained by the checks at the end, and ``instances_for_one_node_max``: the most RUNNING instances one
+node name had at once (goal 1: the loop never replaces a node twice). A real slurmctld is not used:
 200 cycles would take hours of real time; `make demo-ondemand` runs the service with one.
 """
 from __future__ import annotations
@@ -55,6 +66,10 @@ class SlurmModel(FakeSlurm):
         self.events = collections.Counter()
         self.next_id = 1
         self.tick = 0  # passes of the loop: the figure's clock (the simulator's also moves with every wait)
+        self.sick_since = {}      # node -> the pass (tick) in which its health check drained it
+        self.sick_again = set()   # nodes whose next instance falls sick soon after it registers
+        self.back_in_service = []  # passes from drain to back in service
+        self.most_instances = 0   # the most RUNNING instances one node name had at once
 
     def now(self):
         return self.sim.clock.now()
@@ -70,11 +85,14 @@ class SlurmModel(FakeSlurm):
 
     # what the service does to Slurm
     def run(self, argv):
+        args = dict(a.split('=', 1) for a in argv[2:] if '=' in a)
+        with self.lock:
+            drained = set(n for n in _autoscale.expand_hostlist(args['nodename']) if 'DRAIN' in self.nodes[n]['state']) \
+                if argv[1] == 'update' and 'nodename' in args else set()
         status = super(SlurmModel, self).run(argv)
         if status or argv[1] != 'update':
             return status
-        args = dict(a.split('=', 1) for a in argv[2:] if '=' in a)
-        forced = []
+        forced, powered_up = [], []
         with self.lock:
             if 'jobid' in args and self.jobs[int(args['jobid'])]['start_after'] is not None:
                 job = self.jobs[int(args['jobid'])]
@@ -86,13 +104,19 @@ class SlurmModel(FakeSlurm):
                     if 'nodeaddr' in args:
                         self.t[n]['addr_at'] = self.now()
                     elif args.get('state') == 'POWER_DOWN_FORCE':
-                        self.nodes[n]['state'] = {'IDLE', 'CLOUD', 'POWERING_DOWN'}
+                        # Slurm keeps a drain over a power down.
+                        self.nodes[n]['state'] = {'IDLE', 'CLOUD', 'POWERING_DOWN'} | ({'DRAIN'} if n in drained else set())
                         self.nodes[n]['addr'] = None
                         self.t[n].update(since=self.now(), addr_at=None)
+                    elif args.get('state') == 'POWER_UP':
+                        self.t[n].update(since=self.now(), addr_at=None)
+                        powered_up.append(n)
                 if args.get('state') == 'POWER_DOWN_FORCE':
                     forced = names
         if forced:
             self.program('suspend', forced)
+        if powered_up:
+            self.program('resume', powered_up)
         return status
 
     def _requeue(self, name):
@@ -100,8 +124,8 @@ class SlurmModel(FakeSlurm):
         for job in self.jobs.values():
             if name in job['nodes'] and job['state'] in ('CONFIGURING', 'RUNNING'):
                 for n in job['nodes']:
-                    if n != name and self.nodes[n]['state'] == {'ALLOCATED', 'CLOUD'}:
-                        self.nodes[n]['state'] = {'IDLE', 'CLOUD'}
+                    if n != name and self.nodes[n]['state'] - {'DRAIN'} == {'ALLOCATED', 'CLOUD'}:
+                        self.nodes[n]['state'] = {'IDLE', 'CLOUD'} | (self.nodes[n]['state'] & {'DRAIN'})
                         self.t[n]['since'] = self.now()
                 job.update(state='PENDING', nodes=[], begin=self.now() + REQUEUE_DELAY)
                 job['requeued'] += 1
@@ -116,12 +140,29 @@ class SlurmModel(FakeSlurm):
         return job_id
 
     def running_instances(self):
-        names = set()
-        for inst in self.sim.state.instances.values():
+        names = collections.Counter()
+        for inst in list(self.sim.state.instances.values()):
             tag = (inst.get('freeformTags') or {}).get(_autoscale.NODE_TAG)
             if tag and inst.get('lifecycleState') == 'RUNNING':
-                names.add(tag)
+                names[tag] += 1
+        self.most_instances = max([self.most_instances] + list(names.values()))
         return names
+
+    def fall_sick(self, again=0.25):
+        """A powered-up node, idle or running a job, is drained by its health check (as slurmd's
+        HealthCheckProgram would); with the chance again, its next instance falls sick too."""
+        with self.lock:
+            up = [n for n, v in sorted(self.nodes.items(), key=lambda nv: _natural(nv[0]))
+                  if v['state'] == {'IDLE', 'CLOUD'} or (v['state'] == {'ALLOCATED', 'CLOUD'} and any(
+                      j['state'] == 'RUNNING' and n in j['nodes'] for j in self.jobs.values()))]
+        if not up:
+            return None
+        name = self.rng.choice(up)
+        self.drain_by_checks(name, 'ocigpu-health: xid 79 (sick in the soak)')
+        self.sick_since.setdefault(name, self.tick)
+        if self.rng.random() < again:
+            self.sick_again.add(name)
+        return name
 
     def step(self):
         """One pass of slurmctld: scheduling, registration, timers."""
@@ -152,14 +193,22 @@ class SlurmModel(FakeSlurm):
                         held = any(j['state'] == 'CONFIGURING' and n in j['nodes'] for j in self.jobs.values())
                         v['state'] = {'ALLOCATED', 'CLOUD'} if held else {'IDLE', 'CLOUD'}
                         t['since'] = now
+                        if n in self.sick_again and not held:
+                            # The new instance is sick too: its first health check drains it.
+                            self.sick_again.discard(n)
+                            v['state'] = v['state'] | {'DRAIN'}
+                            v['reason'] = 'ocigpu-health: xid 79 (sick again in the soak)'
+                            self.sick_since[n] = self.tick
+                            self.events['new instances fallen sick again'] += 1
                     elif now - t['since'] >= self.resume_timeout:
                         v.update(state={'DOWN', 'CLOUD', 'POWERED_DOWN'}, reason='ResumeTimeout reached', addr=None)
                         self._requeue(n)
                         failed.append(n)
                 elif 'POWERING_DOWN' in v['state'] and now - t['since'] >= self.suspend_timeout:
                     v['state'] = (v['state'] - {'POWERING_DOWN'}) | {'POWERED_DOWN'}
-                elif v['state'] == {'IDLE', 'CLOUD'} and now - t['since'] >= self.suspend_time:
-                    v['state'] = {'IDLE', 'CLOUD', 'POWERING_DOWN'}
+                elif v['state'] - {'DRAIN'} == {'IDLE', 'CLOUD'} and now - t['since'] >= self.suspend_time:
+                    # A drained idle node is powered down too (and keeps its drain).
+                    v['state'] = v['state'] | {'POWERING_DOWN'}
                     t['since'] = now
                     suspend.append(n)
             for job in self.jobs.values():
@@ -171,8 +220,14 @@ class SlurmModel(FakeSlurm):
                 elif job['state'] == 'RUNNING' and now - job['started'] >= job['runtime']:
                     job.update(state='COMPLETED', ended=now)
                     for n in job['nodes']:
-                        self.nodes[n]['state'] = {'IDLE', 'CLOUD'}
+                        self.nodes[n]['state'] = {'IDLE', 'CLOUD'} | (self.nodes[n]['state'] & {'DRAIN'})
                         self.t[n]['since'] = now
+            for n in list(self.sick_since):
+                v = self.nodes[n]['state']
+                schedulable = not v & {'DRAIN', 'DOWN', 'POWERING_UP', 'POWERING_DOWN'} and (
+                    'POWERED_DOWN' in v or n in running)
+                if schedulable:
+                    self.back_in_service.append(self.tick - self.sick_since.pop(n))
         if resume:
             self.program('resume', resume, resume_jobs)
         if suspend:
@@ -183,7 +238,7 @@ class SlurmModel(FakeSlurm):
     def quiet(self):
         with self.lock:
             return (all(j['state'] == 'COMPLETED' or j['held'] for j in self.jobs.values())
-                    and all(v['state'] == {'IDLE', 'CLOUD', 'POWERED_DOWN'} or 'DOWN' in v['state']
+                    and all(v['state'] - {'DRAIN'} == {'IDLE', 'CLOUD', 'POWERED_DOWN'} or 'DOWN' in v['state']
                             for v in self.nodes.values()))
 
 
@@ -200,15 +255,21 @@ ROUTES = ['GET /clusterNetworks', 'POST /clusterNetworks', 'GET /workRequests/{w
           'DELETE /clusterNetworks/{clusterNetworkId}']
 
 
-def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_ticks=None):
+HEAL = dict(enabled=True, max_at_once=2, max_per_hour=8, min_in_service_share=0.5, max_failures=2, failure_window=3600)
+
+
+def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_ticks=None, heal=False):
     """Run the soak; returns the figures (a dict)."""
     rng = random.Random(seed)
     conf = dict(config, service=True, scontrol_retry_seconds=2, reconcile_interval=30, takeover_after=20)
+    if heal:
+        conf['heal'] = dict(HEAL)
     _autoscale.setup_logging(conf['log_file'])
     model = SlurmModel(conf['node_names'], sim, conf, rng)
     slurm = service.Slurm(conf, run=model.run, read=model.read, sleep=lambda s: time.sleep(0.005))
     svc = service.Service(conf, _autoscale.Autoscaler, slurm, clock=sim.clock.now)
     faults = collections.Counter()
+    steps = collections.Counter()
     submitted, ticks, restart_left, started = 0, 0, 0, time.monotonic()
     max_ticks = max_ticks or cycles * 60 + 2000
     while ticks < max_ticks:
@@ -234,6 +295,8 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
                 faults['capacity shortfalls'] += 1
             elif r < 0.06:
                 sim.capacity.set(SHAPE, None)
+            if heal and rng.random() < 0.02 and model.fall_sick():
+                faults['nodes fallen sick'] += 1
             if restart_left == 0 and rng.random() < 0.01:
                 model.answering, restart_left = False, rng.randint(1, 3)
                 faults['slurmctld restarts'] += 1
@@ -247,7 +310,7 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
         model.step()
         svc.pick_up()
         if svc.last_reconcile is None or sim.clock.now() - svc.last_reconcile >= conf['reconcile_interval']:
-            svc.reconcile()
+            steps.update(dict((k, len(v)) for k, v in svc.reconcile().get('heal', {}).items()))
         sim.clock.advance(tick)
         time.sleep(0.01)
         if draining and model.quiet() and not svc.waiting() and not svc.active and billable(sim) == 0:
@@ -267,8 +330,17 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
         nodes_left_down=sorted(n for n, v in model.nodes.items() if 'DOWN' in v['state']),
         billable_left=billable(sim), faults=dict(faults),
         cluster_networks_created=sim.calls['POST /clusterNetworks'])
+    if heal:
+        back = sorted(tick * b for b in model.back_in_service)
+        fig.update(
+            heal_steps=dict(steps), heal_back_in_service=len(back),
+            heal_median_drain_to_service_s=round(back[len(back) // 2], 1) if back else None,
+            heal_slowest_drain_to_service_s=round(back[-1], 1) if back else None,
+            heal_left_drained=sorted((n for n, v in model.nodes.items() if 'DRAIN' in v['state']), key=_natural),
+            instances_for_one_node_max=model.most_instances)
     out.write(json.dumps(fig, indent=1, sort_keys=True) + '\n')
-    out.write('reproduce: python -m tests.perf.autoscale_soak --cycles %d --seed %d\n' % (cycles, seed))
+    out.write('reproduce: python -m tests.perf.autoscale_soak --cycles %d --seed %d%s\n' % (cycles, seed,
+                                                                                           ' --heal' if heal else ''))
     return fig
 
 
@@ -282,6 +354,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--cycles', type=int, default=200)
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--heal', action='store_true', help='the self-healing loop on, with sick nodes among the faults')
     parser.add_argument('--work', default=None, help='folder for the state and autoscaler.log (default: a new temporary one)')
     args = parser.parse_args(argv)
     import types  # pylint: disable=import-outside-toplevel
@@ -296,7 +369,7 @@ def main(argv=None):
         oci.waiter.time = fake_time
         oci.retry.retry.time = fake_time
         _oci.CLOCK.sleep, _oci.CLOCK.monotonic = sim.clock.sleep, sim.clock.now
-        fig = run_soak(sim, setup(sim, work), cycles=args.cycles, seed=args.seed)
+        fig = run_soak(sim, setup(sim, work), cycles=args.cycles, seed=args.seed, heal=args.heal)
         sys.stdout.write('log: %s\n' % os.path.join(work, 'autoscaler.log'))
     finally:
         sim.stop()

@@ -256,3 +256,39 @@ def test_the_reason_names_the_checks():
     assert heal.hardware_checks(SICK + '; xid 79 on GPU 3', heal.DEFAULTS['checks']) == ['gpu_count', 'xid']
     assert heal.hardware_checks('ocigpu-health: container_paths missing enroot', heal.DEFAULTS['checks']) == []
     assert heal.hardware_checks('gpu_count by hand', heal.DEFAULTS['checks']) == []
+
+
+def test_a_power_down_that_did_not_take_is_given_again_after_a_minute(sim, tmp_path, config):
+    fake, conf, svc, clock = one_sick_node(config)
+    assert svc.reconcile()['heal']['replaced'] == ['gpu-1']
+    # slurmctld restarted and lost the power down: the node is up and drained by the loop.
+    fake.nodes['gpu-1']['state'] = {'IDLE', 'CLOUD', 'DRAIN'}
+    clock.now += 30
+    svc.reconcile()
+    assert len([c for c in fake.commands if 'state=POWER_DOWN_FORCE' in c]) == 1  # not yet: it may be on its way
+    clock.now += 40
+    svc.reconcile()
+    downs = [c for c in fake.commands if 'state=POWER_DOWN_FORCE' in c]
+    assert len(downs) == 2 and downs[-1][-1] == 'reason=ocigpu-heal: replacing (%s)' % SICK
+    logged(config, 'heal gpu-1: still powered up 70s after its power down; POWER_DOWN_FORCE again')
+    slurmctld_follows(sim, conf, svc, fake)
+    clock.now += 30
+    assert svc.reconcile()['heal']['powered_up'] == ['gpu-1']
+
+
+def test_a_node_powered_up_by_another_hand_while_down_is_followed_and_not_replaced_again(sim, tmp_path, config):
+    fake, conf, svc, clock = one_sick_node(config)
+    assert svc.reconcile()['heal']['replaced'] == ['gpu-1']
+    slurmctld_follows(sim, conf, svc, fake)
+    # A person returns it to service and powers it up before the loop's next reconcile.
+    fake.run([conf['scontrol'], 'update', 'nodename=gpu-1', 'state=RESUME'])
+    fake.run([conf['scontrol'], 'update', 'nodename=gpu-1', 'state=POWER_UP'])
+    clock.now += 30
+    assert svc.reconcile()['heal']['powered_up'] == []
+    assert svc.healer._read()['nodes']['gpu-1']['step'] == 'up'
+    logged(config, 'heal gpu-1: powered up by another hand after its power down; following the new instance')
+    slurmctld_follows(sim, conf, svc, fake)
+    fake.register(['gpu-1'])
+    assert svc.reconcile()['heal']['healed'] == ['gpu-1']
+    assert len([c for c in fake.commands if 'state=POWER_UP' in c]) == 1  # only the person's
+    assert len(gpu_instances(sim)) == 1

@@ -317,6 +317,19 @@ def test_short_soak_leaves_no_node_down_and_nothing_billable(sim, tmp_path, conf
     assert sum(fig['faults'].values()) > 0, fig
 
 
+def test_short_soak_with_the_healing_loop_replaces_sick_nodes_once_each(sim, tmp_path, config):
+    """The same with the self-healing loop on and nodes falling sick among the faults: sick nodes come
+    back, no node name ever has two instances, nothing is left DOWN or billable."""
+    from tests.perf import autoscale_soak  # pylint: disable=import-outside-toplevel
+    fig = autoscale_soak.run_soak(sim, dict(config, node_names=_hostlist.expand_hostlist('gpu-[1-8]')), cycles=25,
+                                  seed=3, heal=True)
+    assert fig['nodes_left_down'] == [] and fig['billable_left'] == 0, fig
+    assert fig['jobs_completed'] + fig['jobs_held'] == fig['jobs_submitted'] == 25, fig
+    assert fig['faults'].get('nodes fallen sick', 0) > 0, fig
+    assert fig['heal_steps'].get('replaced', 0) > 0 and fig['heal_back_in_service'] > 0, fig
+    assert fig['instances_for_one_node_max'] == 1, fig
+
+
 def _topology(tmp_path, unknown):
     """The slurm role's topology.json for a cluster of on-demand nodes only, and its first topology.conf."""
     from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import tree_lines
