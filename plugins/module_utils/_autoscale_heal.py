@@ -31,11 +31,16 @@ are powered up are drained by the checks at once, nothing is replaced (a fault o
 image or a driver, is not mended by new instances) and the log says so. A person's drain (any other reason) is
 never touched.
 
-Every step writes one line to the autoscaler's log, starting with ``heal <node>:``.
+Every step writes one line to the autoscaler's log, starting with ``heal <node>:``. The loop looks at
+Slurm every ``heal.poll_interval`` seconds (one ``scontrol show node``), between the service's
+reconciles too, so that a drain or a finished power down is acted on within seconds. With
+``heal.metrics_file``, each look also writes the loop's figures there in Prometheus' text format
+(``metrics_text``), for the rdma_exporter's text files and the dashboard's "Self-healing loop" row.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import log
@@ -43,7 +48,8 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import l
 HEALTH_PREFIX = 'ocigpu-health:'
 HEAL_PREFIX = 'ocigpu-heal:'
 DEFAULTS = dict(enabled=False, checks=['gpu_count', 'xid', 'rdma_links', 'nvme_scratch'], max_at_once=1,
-                max_per_hour=4, min_in_service_share=0.5, max_failures=2, failure_window=3600)
+                max_per_hour=4, min_in_service_share=0.5, max_failures=2, failure_window=3600, poll_interval=10,
+                metrics_file='')
 BUSY = ('ALLOCATED', 'MIXED', 'COMPLETING')
 
 
@@ -58,6 +64,44 @@ def hardware_checks(reason, checks):
         return []
     named = [part.strip().split(' ')[0] for part in reason[len(HEALTH_PREFIX):].split(';') if part.strip()]
     return [c for c in named if c in checks]
+
+
+# What a node's record step is called in the metrics.
+STEP_NAMES = dict(down='replacing', up='powering_up', again='retrying', healthy='in_service', left='left_for_a_person')
+COUNTED = ('replaced', 'powered_up', 'healed', 'failed', 'left')
+
+
+def metrics_text(heal, enabled=True):
+    """The loop's figures in Prometheus' text format, from its state (the state file's 'heal' key)."""
+    nodes = heal.get('nodes') or {}
+    counts = heal.get('counts') or {}
+    lines = ['# HELP ocigpu_heal_enabled Whether the self-healing loop is on.', '# TYPE ocigpu_heal_enabled gauge',
+             'ocigpu_heal_enabled %d' % bool(enabled),
+             '# HELP ocigpu_heal_paused 1 while many nodes are drained at once and the loop replaces none.',
+             '# TYPE ocigpu_heal_paused gauge', 'ocigpu_heal_paused %d' % bool(heal.get('paused')),
+             '# HELP ocigpu_heal_steps_total Steps the loop took: replacements started, new instances powered up, '
+             'nodes back in service, failed replacements, nodes left drained for a person.',
+             '# TYPE ocigpu_heal_steps_total counter']
+    lines += ['ocigpu_heal_steps_total{step="%s"} %d' % (k, int(counts.get(k, 0))) for k in COUNTED]
+    lines += ['# HELP ocigpu_heal_nodes Nodes the loop follows, by where they are.', '# TYPE ocigpu_heal_nodes gauge']
+    lines += ['ocigpu_heal_nodes{step="%s"} %d' % (v, sum(1 for r in nodes.values() if r.get('step') == k))
+              for k, v in sorted(STEP_NAMES.items(), key=lambda kv: kv[1])]
+    lines += ['# HELP ocigpu_heal_node The step of each node the loop follows (1).', '# TYPE ocigpu_heal_node gauge']
+    lines += ['ocigpu_heal_node{node="%s",step="%s"} 1' % (n, STEP_NAMES.get(r.get('step'), 'unknown'))
+              for n, r in sorted(nodes.items())]
+    lines += ['# HELP ocigpu_heal_last_drain_to_service_seconds Seconds from drain to back in service of the last '
+              'node healed.', '# TYPE ocigpu_heal_last_drain_to_service_seconds gauge',
+              'ocigpu_heal_last_drain_to_service_seconds %.1f' % float(heal.get('last_drain_to_service') or 0)]
+    return '\n'.join(lines) + '\n'
+
+
+def write_metrics(path, text):
+    """Write the metrics file whole (a reader never sees half of it), readable by the exporter."""
+    tmp = '%s.%d.tmp' % (path, os.getpid())
+    with open(tmp, 'w') as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.rename(tmp, path)
 
 
 def _powered_up(state):
@@ -101,6 +145,17 @@ class Healer(object):
                 followed.add(name)
         # What Slurm showed is older than the commands just given for the nodes followed: those wait.
         self._start(dict((n, v) for n, v in nodes.items() if n not in followed), busy, now, done)
+        if any(done.values()):
+            def count(h):
+                counts = h.setdefault('counts', {})
+                for key, names in done.items():
+                    counts[key] = int(counts.get(key, 0)) + len(names)
+            self._write(count)
+        if self.heal['metrics_file']:
+            try:
+                write_metrics(self.heal['metrics_file'], metrics_text(self._read()))
+            except (IOError, OSError) as exc:
+                log.warning('heal: the metrics file %s could not be written: %s', self.heal['metrics_file'], exc)
         return done
 
     # nodes being replaced
@@ -168,6 +223,7 @@ class Healer(object):
             if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
                 self.slurm.return_to_service(name)
             self._set(name, step='healthy', healed_at=now)
+            self._write(lambda h: h.__setitem__('last_drain_to_service', now - rec['drained_seen']))
             log.info('heal %s: back in service after %.0fs (drain to registered; the new instance passed its checks)',
                      name, now - rec['drained_seen'])
             done['healed'].append(name)

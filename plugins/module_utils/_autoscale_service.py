@@ -205,6 +205,7 @@ class Service(object):
         self.powering_seen = {}  # name -> when the reconcile first saw it powering up with no request
         self.resumed = set()     # names this service resumed that may still be booting (not taken over)
         self.last_reconcile = None
+        self.last_heal = None
         self.state = StateFile(config['state_file'])
         self.healer = Healer(config, slurm, self.state, clock=self.clock)
 
@@ -484,6 +485,7 @@ class Service(object):
         busy = self.busy_names()
         # First: the loop reads the reasons of failed new instances before they are returned to service.
         done['heal'] = self.healer.step(nodes, busy)
+        self.last_heal = now
 
         down = [n for n in self.config['node_names'] if n in nodes and n not in busy
                 and 'DOWN' in nodes[n][0] and 'POWERED_DOWN' in nodes[n][0]
@@ -532,6 +534,14 @@ class Service(object):
             self._hosts_freed('reconcile')
         return done
 
+    def heal(self):
+        """One step of the self-healing loop between reconciles (every heal.poll_interval seconds)."""
+        self.last_heal = self.clock()
+        nodes = self.slurm.nodes(self.config['nodes'])
+        if nodes is None:
+            return None
+        return self.healer.step(nodes, self.busy_names())
+
     # the loop
     def serve(self, stop=None, sleep=None):
         stop = stop or threading.Event()
@@ -546,5 +556,11 @@ class Service(object):
                 except Exception as exc:  # pylint: disable=broad-except
                     log.error('reconcile failed: %s', _error_text(exc))
                     self.last_reconcile = self.clock()
+            elif self.healer.heal['enabled'] and (
+                    self.last_heal is None or self.clock() - self.last_heal >= float(self.healer.heal['poll_interval'])):
+                try:
+                    self.heal()
+                except Exception as exc:  # pylint: disable=broad-except
+                    log.error('heal failed: %s', _error_text(exc))
             (sleep or stop.wait)(float(self.config['poll_interval']))
         log.info('service: stopped')

@@ -133,6 +133,14 @@ slurm_autoscaler_heal_checks: [gpu_count, xid, rdma_links, nvme_scratch, contain
 slurm_autoscaler_suspend_timeout: 30
 YAML
   demo_check_vars "$work/heal-vars.yml"
+  # With the loop on, every node runs the active NCCL check in its pull before slurmd starts. The
+  # stand-ins' all_reduce_perf replays a recorded BM.GPU4.8 run (tests/demo/all_reduce_perf-standin.sh),
+  # so the check is told the shape, and the sizes of that run.
+  cat >> "$work/node-vars.yml" <<'YAML'
+nccl_tests_shape: BM.GPU4.8
+nccl_tests_active_binary: /usr/local/bin/all_reduce_perf
+nccl_tests_active_args: "-b 10G -e 10G -n 20 -w 5"
+YAML
 fi
 python3 tests/demo/forward.py "$DEMO_GATEWAY" "$FORWARD_PORT" 127.0.0.1 "${endpoint##*:}" > "$work/forward.log" 2>&1 &
 FORWARD_PID=$!
@@ -294,6 +302,12 @@ for f in "$work"/*.pull.json; do
     problems+=("$(basename "${f%.pull.json}") locked files of its own (its lock file differs from the controller's)")
   fi
 done
+# With the loop on, each node ran the active NCCL check in its pull before slurmd started.
+if [ -n "$HEAL" ]; then
+  for f in "$work"/*.pull.log; do
+    grep -q 'pull: the active NCCL check passes' "$f" || problems+=("$(basename "${f%.pull.log}") ran no active NCCL check in its pull")
+  done
+fi
 [ -z "$down_seen" ] || problems+=("nodes were DOWN:$down_seen")
 if grep -q 'unexpected error' "$work/autoscaler.log"; then problems+=("the autoscaler log has unexpected errors"); fi
 # Each node that came up moved from the switch "unknown" to its local block, as the simulator's
@@ -349,6 +363,15 @@ if [ -n "$HEAL" ]; then
     sleep 2
   done
   [ -n "$healed" ] || die "the loop did not mend $sick; autoscaler log: $(on_ctl grep ' heal ' /var/log/ocigpu-autoscaler/autoscaler.log | tail -3)"
+  # The loop's figures, as the dashboard reads them: from the controller's exporter.
+  healed_metric=''
+  for _ in $(seq 15); do
+    healed_metric=$(on_ctl python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:9879/metrics").read().decode())' \
+      2>/dev/null | grep -E '^ocigpu_heal_steps_total\{step="healed"\} ' | cut -d' ' -f2 || true)
+    [ "${healed_metric%.*}" = 1 ] && break; sleep 2
+  done
+  [ "${healed_metric%.*}" = 1 ] || die "the controller's exporter does not serve ocigpu_heal_steps_total{step=\"healed\"} 1 ('$healed_metric')"
+  mark "heal: the controller's exporter serves ocigpu_heal_steps_total{step=\"healed\"} $healed_metric"
   # A job under the old Slurm name runs on the new instance (powering it up first when the loop
   # found it powered down already).
   hjob=$(on_ctl sbatch --parsable -w "$sick" -o "/tmp/ondemand-%j.out" --chdir=/tmp --wrap hostname)
@@ -364,6 +387,14 @@ if [ -n "$HEAL" ]; then
     die "job $hjob did not run on a new instance of $sick ('$new_host')"
   fi
   printf '   heal: sick -> job done on the new instance %.1f s\n' "$(echo "$(date +%s.%N) - $t_sick" | bc)"
+  # The new instance's pull: its configure run, passive checks and active NCCL check, before slurmd.
+  c=$(podman ps --format '{{.Names}}' | grep "^ocigpu-demo-$new_host-" | head -1)
+  podman exec "$c" cat /var/lib/ocigpu-pull/pull.json > "$work/heal-instance.json" 2>/dev/null || true
+  podman exec "$c" cat /var/log/ocigpu-pull.log > "$work/heal-instance.log" 2>/dev/null || true
+  grep -q 'pull: the active NCCL check passes' "$work/heal-instance.log" \
+    || die "the new instance of $sick ran no active NCCL check before slurmd (log: $work/heal-instance.log)"
+  jq -r '"   heal: the new instance'"'"'s pull: tags \(.wait_tags) s, bundle \(.fetch_bundle) s, ansible-core \(.ansible) s, roles \(.configure) s, passive checks \(.checks) s, active NCCL check \(.active_check) s, slurmd \(.slurmd_start) s"' \
+    "$work/heal-instance.json"
 fi
 
 step "5. $SUSPEND_TIME s without jobs: the suspend program hands the nodes back"

@@ -24,6 +24,10 @@ case "$OCISIM_EVENT" in
         -f '{{.Id}}{{range .NetworkSettings.Networks}} {{.IPAddress}}{{end}}' 2>/dev/null \
         | awk -v ip="$OCISIM_PRIVATE_IP" '{for (i = 2; i <= NF; i++) if ($i == ip) print $1}' || true
     }
+    # No GPU here: all_reduce_perf replays a recorded run (all_reduce_perf-standin.sh says which).
+    root=$(cd "$(dirname "$0")/../.." && pwd)
+    replay=(-v "$root/tests/demo/all_reduce_perf-standin.sh:/usr/local/bin/all_reduce_perf:ro"
+            -v "$root/tests/unit/data/nccl/seed000_a100_8gpu_10g.txt:/usr/local/share/ocigpu-demo/all_reduce_perf.txt:ro")
     started=''
     for attempt in 1 2 3 4 5; do
       mapfile -t old < <(holders)
@@ -33,7 +37,7 @@ case "$OCISIM_EVENT" in
       fi
       if podman run -d --replace --name "$name" --hostname "${OCISIM_HOSTNAME:-$OCISIM_DISPLAY_NAME}" \
           --label ocigpu-demo=1 --label "ocigpu-demo-instance=$OCISIM_INSTANCE_ID" \
-          "${nets[@]}" --no-hosts --privileged --systemd=always \
+          "${nets[@]}" --no-hosts --privileged --systemd=always "${replay[@]}" \
           "${DEMO_IMAGE:-localhost/ocigpu-test:debian13}" /sbin/init; then
         started=1; break
       fi

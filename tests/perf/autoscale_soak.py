@@ -224,8 +224,10 @@ class SlurmModel(FakeSlurm):
                         self.t[n]['since'] = now
             for n in list(self.sick_since):
                 v = self.nodes[n]['state']
+                # A failed new instance is handed back with the autoscaler's reason, undrained until the
+                # loop's next look drains it: not back in service.
                 schedulable = not v & {'DRAIN', 'DOWN', 'POWERING_UP', 'POWERING_DOWN'} and (
-                    'POWERED_DOWN' in v or n in running)
+                    'POWERED_DOWN' in v or n in running) and not self.nodes[n]['reason']
                 if schedulable:
                     self.back_in_service.append(self.tick - self.sick_since.pop(n))
         if resume:

@@ -316,6 +316,17 @@ def configure_command(venv, bundle, name, settings, extra_files):
     return argv
 
 
+def active_check_command(venv, bundle, settings, extra_files):
+    """The active NCCL check against this node (validate.yml --tags health: a short all_reduce over its
+    GPUs against a fraction of the shape's gate), failing the run when the node falls short."""
+    check = settings.get('active_check') or {}
+    argv = [os.path.join(venv, 'bin', 'ansible-playbook'), check.get('playbook', 'ocigpu.cluster.validate'),
+            '-i', os.path.join(bundle, 'inventory.ini'), '--tags', 'health', '-e', 'nccl_tests_fail_on_gate=true']
+    for path in extra_files:
+        argv += ['-e', '@' + path]
+    return argv
+
+
 def write_inventory(bundle, name, python='/usr/bin/python3'):
     path = os.path.join(bundle, 'inventory.ini')
     with open(path, 'w') as f:
@@ -323,11 +334,11 @@ def write_inventory(bundle, name, python='/usr/bin/python3'):
     return path
 
 
-def run_configure(argv, bundle, log, log_file, run=subprocess.Popen):
+def run_configure(argv, bundle, log, log_file, run=subprocess.Popen, label='configure'):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(bundle, 'collections'),
                ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='0',
                ANSIBLE_HOST_KEY_CHECKING='0', ANSIBLE_LOCALHOST_WARNING='0', HOME=os.environ.get('HOME', '/root'))
-    log('configure: %s', ' '.join(a if not a.startswith('@') else a for a in argv))
+    log('%s: %s', label, ' '.join(argv))
     proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=bundle)
     tail = []
     out = open(log_file, 'a') if log_file else None
@@ -359,7 +370,8 @@ def failure_summary(log_file, limit=300):
             text = f.read().decode('utf-8', 'replace')
     except (IOError, OSError):
         return ''
-    run = text[text.rfind(' configure: ') + 1:] if ' configure: ' in text else text
+    start = max(text.rfind(' configure: '), text.rfind(' active check: '))
+    run = text[start + 1:] if start >= 0 else text
     task, found = '', ''
     for line in run.splitlines():
         if line.startswith('TASK ['):
@@ -423,7 +435,7 @@ def start_slurmd(log, run=subprocess.run):
 
 
 def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn=make_venv, configure_fn=run_configure,
-         start_fn=start_slurmd, check_fn=run_health_checks):
+         start_fn=start_slurmd, check_fn=run_health_checks, active_fn=None):
     timings = dict(uptime_at_start=uptime(), started=time.time())
     mark = time.time()
 
@@ -483,6 +495,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         lap('configure')
     finally:
         os.remove(secrets)
+    extra.remove(secrets)
     timings['total'] = round(time.time() - mark, 2)
     if rc != 0:
         log('pull: configure failed (exit %d); the full output is in %s; slurmd stays stopped', rc, opts.log_file)
@@ -496,6 +509,19 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         log('pull: the health checks failed (%s); slurmd stays stopped', failed)
         report_failure(ctl, doc.get('id'), name, 'health checks failed: %s' % failed, log)
         return 1, timings
+    if settings.get('active_check'):
+        # The self-healing loop's new instances (and any on-demand node, where the cluster asks for
+        # it) are checked actively too before slurmd starts: the short all_reduce of validate.yml.
+        active_fn = active_fn or (lambda argv, bundle, log, log_file: run_configure(argv, bundle, log, log_file,
+                                                                                   label='active check'))
+        rc = active_fn(active_check_command(venv, bundle, settings, extra), bundle, log, opts.log_file)
+        lap('active_check')
+        if rc != 0:
+            log('pull: the active NCCL check failed (exit %d); slurmd stays stopped', rc)
+            report_failure(ctl, doc.get('id'), name, 'active NCCL check failed: %s' % (
+                failure_summary(opts.log_file) or 'exit %d, see %s' % (rc, opts.log_file)), log)
+            return 1, timings
+        log('pull: the active NCCL check passes')
     if start_fn(log) != 0:
         report_failure(ctl, doc.get('id'), name, 'slurmd did not start', log)
         return 1, timings

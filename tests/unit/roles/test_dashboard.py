@@ -2,7 +2,8 @@
 """dashboards/ocigpu-cluster.json against what the rdma_exporter really serves (issue 17): the exporter
 runs on a fake RDMA tree with a --textfile-dir holding the health checks' health.prom (made by
 _health.metrics_text from a real evaluation) and the nccl.prom that validate.yml writes (the nccl_tests
-role's task content, rendered), and the active check's nccl-active.prom; every metric that any panel or variable query names must be served."""
+role's task content, rendered), the active check's nccl-active.prom and the self-healing loop's
+autoscaler.prom (made by _autoscale_heal.metrics_text); every metric that any panel or variable query names must be served."""
 from __future__ import annotations
 
 import importlib.util
@@ -16,7 +17,7 @@ import jinja2
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _health
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_heal, _health
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DASHBOARD = ROOT / 'dashboards' / 'ocigpu-cluster.json'
@@ -77,6 +78,9 @@ def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
     (text_dir / 'health.prom').write_text(_health.metrics_text(results, observed, 1790000000))
     (text_dir / 'nccl.prom').write_text(nccl_prom())
     (text_dir / 'nccl-active.prom').write_text(nccl_active_prom())
+    heal = dict(nodes=dict(gpu_1=dict(step='healthy'), gpu_2=dict(step='up')), paused=False, last_drain_to_service=171.0,
+                counts=dict(replaced=2, powered_up=2, healed=1))
+    (text_dir / 'autoscaler.prom').write_text(_autoscale_heal.metrics_text(heal))
     (text_dir / 'broken.prom').write_text('this is { not prometheus text\n')
     server = rdma_exporter.make_server('127.0.0.1', 0, rdma_exporter.make_registry(str(tmp_path / 'infiniband')),
                                        str(text_dir))
@@ -95,6 +99,9 @@ def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
     assert served['ocigpu_health_ok'][0].value == 0 and served['ocigpu_nccl_busbw_gbps'][0].value == 441.2
     assert served['ocigpu_nccl_active_busbw_gbps'][0].value == 343.33 and served['ocigpu_nccl_active_passed'][0].value == 0
     assert served['ocigpu_nccl_active_last_run_timestamp_seconds'][0].value == 1790000000
+    steps = dict((x.labels['step'], x.value) for x in served['ocigpu_heal_steps_total'])
+    assert steps == dict(replaced=2, powered_up=2, healed=1, failed=0, left=0)
+    assert served['ocigpu_heal_last_drain_to_service_seconds'][0].value == 171.0
 
     dashboard = json.loads(DASHBOARD.read_text())
     queries = [t['expr'] for p in dashboard['panels'] for t in p['targets']]
@@ -106,7 +113,7 @@ def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
         named |= names
     missing = sorted(n for n in named if n not in served)
     assert not missing, 'dashboard metrics the exporter does not serve: %s' % missing
-    assert len(named) >= 14 and len(dashboard['panels']) >= 12
+    assert len(named) >= 18 and len(dashboard['panels']) >= 15
 
 
 def test_the_metric_name_reader():

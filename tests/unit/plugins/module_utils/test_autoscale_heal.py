@@ -292,3 +292,48 @@ def test_a_node_powered_up_by_another_hand_while_down_is_followed_and_not_replac
     assert svc.reconcile()['heal']['healed'] == ['gpu-1']
     assert len([c for c in fake.commands if 'state=POWER_UP' in c]) == 1  # only the person's
     assert len(gpu_instances(sim)) == 1
+
+
+def test_the_loop_looks_between_reconciles_every_poll_interval(sim, tmp_path, config):
+    """serve(): a drain seen by the heal poll (10 s) is acted on before the next reconcile (30 s)."""
+    import threading  # pylint: disable=import-outside-toplevel
+    fake, conf, svc, clock = one_sick_node(config, poll_interval=10)
+    svc.clock = clock
+    svc.last_reconcile = clock.now  # a reconcile just ran (before the drain)
+    stop, looks = threading.Event(), []
+
+    def sleep(seconds):
+        clock.now += 5
+        looks.append(clock.now)
+        if len(looks) >= 3:
+            stop.set()
+    svc.serve(stop=stop, sleep=sleep)
+    assert clock.now - svc.last_reconcile < 30  # no reconcile ran
+    assert [c for c in fake.commands if 'state=POWER_DOWN_FORCE' in c], fake.commands
+    logged(config, 'heal gpu-1: drained by the checks (%s) with no job on it; replacing it' % SICK)
+
+
+def test_the_loop_writes_its_figures_for_the_dashboard(sim, tmp_path, config):
+    from prometheus_client.parser import text_string_to_metric_families  # pylint: disable=import-outside-toplevel
+    prom = tmp_path / 'autoscaler.prom'
+    fake, conf, svc, clock = one_sick_node(config, metrics_file=str(prom))
+    replace_once(sim, conf, svc, fake, clock, 'gpu-1')
+
+    def samples():
+        return dict(((s.name, tuple(sorted(s.labels.items()))), s.value)
+                    for f in text_string_to_metric_families(prom.read_text()) for s in f.samples)
+    now = samples()
+    assert now[('ocigpu_heal_nodes', (('step', 'powering_up'),))] == 1
+    assert now[('ocigpu_heal_node', (('node', 'gpu-1'), ('step', 'powering_up')))] == 1
+    assert now[('ocigpu_heal_steps_total', (('step', 'replaced'),))] == 1
+    fake.register(['gpu-1'])
+    clock.now += 100
+    svc.reconcile()
+    now = samples()
+    assert now[('ocigpu_heal_steps_total', (('step', 'healed'),))] == 1
+    assert now[('ocigpu_heal_steps_total', (('step', 'powered_up'),))] == 1
+    assert now[('ocigpu_heal_steps_total', (('step', 'failed'),))] == 0
+    assert now[('ocigpu_heal_nodes', (('step', 'in_service'),))] == 1
+    assert now[('ocigpu_heal_last_drain_to_service_seconds', ())] == 130
+    assert now[('ocigpu_heal_enabled', ())] == 1 and now[('ocigpu_heal_paused', ())] == 0
+    assert oct(prom.stat().st_mode & 0o777) == '0o644'

@@ -44,9 +44,10 @@ def tls(tmp_path_factory):
     return SimpleNamespace(cert=str(d / 'cert.pem'), key=str(d / 'key.pem'), sha256=ocigpu_pull.fingerprint(der))
 
 
-def make_bundle(path, node_vars='slurm_cluster_name: as\n'):
+def make_bundle(path, node_vars='slurm_cluster_name: as\n', **settings):
     with tarfile.open(path, 'w:gz') as tar:
-        for name, text in (('pull.json', json.dumps(dict(ansible_core='ansible-core==2.19.14', skip_tags=['nvme_scratch']))),
+        for name, text in (('pull.json', json.dumps(dict(dict(ansible_core='ansible-core==2.19.14', skip_tags=['nvme_scratch']),
+                                                         **settings))),
                            ('node-vars.yml', node_vars),
                            ('collections/ansible_collections/ocigpu/cluster/MANIFEST.json', '{}')):
             data = text.encode()
@@ -347,3 +348,45 @@ def test_join_without_an_mpi_key_leaves_the_mpi_ssh_role_out():
                                                           slurm_node_name='gpu-3', configure_mpi_ssh=False)
     answer.update(mpi_private_key=MPI_PRIVATE, mpi_public_key=MPI_PUBLIC)
     assert ocigpu_pull.join_vars(answer, 'gpu-3')['mpi_ssh_private_key'] == MPI_PRIVATE
+
+
+def test_with_the_active_check_a_node_that_falls_short_never_starts_slurmd_and_says_why(server, tls, tmp_path):
+    make_bundle(server.bundle, active_check=dict(playbook='ocigpu.cluster.validate'))
+    doc = tagged(server, tls)
+    opts = opts_for(tmp_path)
+    runs, started = [], []
+
+    def active(argv, bundle, log_, log_file):
+        runs.append(argv)
+        log_('active check: %s', ' '.join(argv))
+        with open(log_file, 'a') as f:
+            f.write('TASK [ocigpu.cluster.nccl_tests : Fail the nodes that fell short] ***\n'
+                    'fatal: [gpu-1]: FAILED! => {"assertion": "x", "changed": false, '
+                    '"msg": "gpu-1 failed the active NCCL check: all_reduce busbw 120.5 GB/s below 148.0 GB/s"}\n')
+        return 2
+    rc, timings = ocigpu_pull.pull(opts, ocigpu_pull.Log(opts.log_file), fetch_imds=lambda url: doc,
+                                   venv_fn=lambda prefix, settings, log: '/venv', configure_fn=lambda *a: 0,
+                                   start_fn=lambda log: started.append(1) or 0, check_fn=lambda log: (0, ''),
+                                   active_fn=active)
+    assert rc == 1 and started == [] and 'active_check' in timings
+    argv, = runs
+    assert argv[:2] == ['/venv/bin/ansible-playbook', 'ocigpu.cluster.validate']
+    assert argv[argv.index('--tags') + 1] == 'health' and 'nccl_tests_fail_on_gate=true' in argv
+    # the node's variables, never the join's secrets (removed after configure)
+    assert any(a.endswith('node-vars.yml') for a in argv) and not any(a.endswith('join.json') for a in argv)
+    assert server.enroller.calls[-1][-1] == (
+        'active NCCL check failed: ocigpu.cluster.nccl_tests : Fail the nodes that fell short: '
+        'gpu-1 failed the active NCCL check: all_reduce busbw 120.5 GB/s below 148.0 GB/s')
+    # A node that passes starts slurmd after the check.
+    rc, _t = ocigpu_pull.pull(opts, ocigpu_pull.Log(opts.log_file), fetch_imds=lambda url: doc,
+                              venv_fn=lambda prefix, settings, log: '/venv', configure_fn=lambda *a: 0,
+                              start_fn=lambda log: started.append(len(runs)) or 0, check_fn=lambda log: (0, ''),
+                              active_fn=lambda argv, *a: runs.append(argv) or 0)
+    assert rc == 0 and started == [2]
+    # Without the setting no active check runs.
+    make_bundle(server.bundle)
+    rc, _t = ocigpu_pull.pull(opts, ocigpu_pull.Log(opts.log_file), fetch_imds=lambda url: doc,
+                              venv_fn=lambda prefix, settings, log: '/venv', configure_fn=lambda *a: 0,
+                              start_fn=lambda log: 0, check_fn=lambda log: (0, ''),
+                              active_fn=lambda argv, *a: runs.append(argv) or 0)
+    assert rc == 0 and len(runs) == 2
