@@ -341,8 +341,8 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
             heal_left_drained=sorted((n for n, v in model.nodes.items() if 'DRAIN' in v['state']), key=_natural),
             instances_for_one_node_max=model.most_instances)
     out.write(json.dumps(fig, indent=1, sort_keys=True) + '\n')
-    out.write('reproduce: python -m tests.perf.autoscale_soak --cycles %d --seed %d%s\n' % (cycles, seed,
-                                                                                           ' --heal' if heal else ''))
+    flag = ' --heal' if heal else ''
+    out.write('reproduce: python -m tests.perf.autoscale_soak --cycles %d --seed %d%s\n' % (cycles, seed, flag))
     return fig
 
 

@@ -37,6 +37,7 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -512,8 +513,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     if settings.get('active_check'):
         # The self-healing loop's new instances (and any on-demand node, where the cluster asks for
         # it) are checked actively too before slurmd starts: the short all_reduce of validate.yml.
-        active_fn = active_fn or (lambda argv, bundle, log, log_file: run_configure(argv, bundle, log, log_file,
-                                                                                   label='active check'))
+        active_fn = active_fn or functools.partial(run_configure, label='active check')
         rc = active_fn(active_check_command(venv, bundle, settings, extra), bundle, log, opts.log_file)
         lap('active_check')
         if rc != 0:
