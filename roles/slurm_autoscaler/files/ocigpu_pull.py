@@ -23,7 +23,9 @@ from the controller over an authenticated channel.
 4. Makes a virtual environment with ansible-core and runs ``ocigpu.cluster.configure`` against
    itself (connection local), in the group gpu_nodes under its Slurm name: the same roles as a
    push from the operator. Then it runs the node's passive health checks (``ocigpu-healthcheck
-   --no-slurm``), and only when they pass does it start slurmd (configless, ``-N <name>``), so that
+   --no-slurm``) and, where the bundle's settings ask (``active_check``: on with the self-healing
+   loop), the active NCCL check (``ocigpu.cluster.validate --tags health`` against itself, failing on
+   a short run); only when they pass does it start slurmd (configless, ``-N <name>``), so that
    slurmctld sends the node no job before every role is in place and the node is sound.
 5. When the configure run or the checks fail (or slurmd does not start), it tells the controller
    (``POST /v1/failed``), which hands the node back to Slurm at once rather than at ResumeTimeout.
