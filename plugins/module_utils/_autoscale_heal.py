@@ -40,10 +40,10 @@ reconciles too, so that a drain or a finished power down is acted on within seco
 
 from __future__ import annotations
 
-import os
 import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import log
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import write_text
 
 HEALTH_PREFIX = 'ocigpu-health:'
 HEAL_PREFIX = 'ocigpu-heal:'
@@ -95,15 +95,6 @@ def metrics_text(heal, enabled=True):
     return '\n'.join(lines) + '\n'
 
 
-def write_metrics(path, text):
-    """Write the metrics file whole (a reader never sees half of it), readable by the exporter."""
-    tmp = '%s.%d.tmp' % (path, os.getpid())
-    with open(tmp, 'w') as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.rename(tmp, path)
-
-
 def _powered_up(state):
     return not state & {'POWERED_DOWN', 'POWERING_DOWN', 'POWERING_UP', 'POWER_DOWN'}
 
@@ -153,7 +144,8 @@ class Healer(object):
             self._write(count)
         if self.heal['metrics_file']:
             try:
-                write_metrics(self.heal['metrics_file'], metrics_text(self._read()))
+                # Whole or not at all, as the exporter reads it, and readable by its user (0644).
+                write_text(self.heal['metrics_file'], metrics_text(self._read()))
             except (IOError, OSError) as exc:
                 log.warning('heal: the metrics file %s could not be written: %s', self.heal['metrics_file'], exc)
         return done

@@ -127,7 +127,8 @@ def _read_json(path, default):
         return default
 
 
-def _write(path, text, atomic=True):
+def write_text(path, text, atomic=True):
+    """Write a text file readable by all (0644); atomic: whole or not at all, as a reader sees it."""
     if not atomic:
         with open(path, 'w', encoding='utf-8') as handle:
             handle.write(text)
@@ -156,7 +157,7 @@ def add_places(conf, inputs, places, found):
     moved = sorted(n for n, p in found.items() if recorded.get(n) != list(p))
     recorded.update((n, list(p)) for n, p in found.items())
     if moved:
-        _write(places, json.dumps(recorded, indent=2, sort_keys=True) + '\n')
+        write_text(places, json.dumps(recorded, indent=2, sort_keys=True) + '\n')
     unknown = data.get('unknown') or []
     placed = with_places(data.get('placed') or {}, unknown, recorded)
     try:
@@ -169,7 +170,7 @@ def add_places(conf, inputs, places, found):
     changed = current != text
     if changed:
         # In place: Slurm's user may write the file but not its folder.
-        _write(conf, text, atomic=False)
+        write_text(conf, text, atomic=False)
     return moved, changed
 
 

@@ -309,25 +309,26 @@ def join_vars(answer, name):
     return found
 
 
-def configure_command(venv, bundle, name, settings, extra_files):
-    argv = [os.path.join(venv, 'bin', 'ansible-playbook'), settings.get('playbook', 'ocigpu.cluster.configure'),
-            '-i', os.path.join(bundle, 'inventory.ini')]
-    if settings.get('skip_tags'):
-        argv += ['--skip-tags', ','.join(settings['skip_tags'])]
+def playbook_command(venv, bundle, playbook, options, extra_files):
+    """ansible-playbook from the node's virtual environment against the bundle's one-host inventory."""
+    argv = [os.path.join(venv, 'bin', 'ansible-playbook'), playbook, '-i', os.path.join(bundle, 'inventory.ini')]
+    argv += list(options)
     for path in extra_files:
         argv += ['-e', '@' + path]
     return argv
+
+
+def configure_command(venv, bundle, name, settings, extra_files):
+    skip = ['--skip-tags', ','.join(settings['skip_tags'])] if settings.get('skip_tags') else []
+    return playbook_command(venv, bundle, settings.get('playbook', 'ocigpu.cluster.configure'), skip, extra_files)
 
 
 def active_check_command(venv, bundle, settings, extra_files):
     """The active NCCL check against this node (validate.yml --tags health: a short all_reduce over its
     GPUs against a fraction of the shape's gate), failing the run when the node falls short."""
     check = settings.get('active_check') or {}
-    argv = [os.path.join(venv, 'bin', 'ansible-playbook'), check.get('playbook', 'ocigpu.cluster.validate'),
-            '-i', os.path.join(bundle, 'inventory.ini'), '--tags', 'health', '-e', 'nccl_tests_fail_on_gate=true']
-    for path in extra_files:
-        argv += ['-e', '@' + path]
-    return argv
+    return playbook_command(venv, bundle, check.get('playbook', 'ocigpu.cluster.validate'),
+                            ['--tags', 'health', '-e', 'nccl_tests_fail_on_gate=true'], extra_files)
 
 
 def write_inventory(bundle, name, python='/usr/bin/python3'):

@@ -195,6 +195,20 @@ def tagged(server, tls):
         'ocigpu-slurm-node': 'gpu-1', 'ocigpu-pull-server': server.address, 'ocigpu-pull-cert': tls.sha256})
 
 
+def failing_run(label, task, message, runs=None):
+    """A playbook run of the pull (configure, or the active check) that fails at task with message,
+    written to the pull's log as ansible-playbook writes it."""
+    def run(argv, bundle, log_, log_file):
+        if runs is not None:
+            runs.append(argv)
+        log_('%s: %s', label, ' '.join(argv))
+        with open(log_file, 'a') as f:
+            f.write('TASK [%s] ***\nfatal: [gpu-1]: FAILED! => %s\nPLAY RECAP ***\n'
+                    % (task, json.dumps(dict(changed=False, msg=message))))
+        return 2
+    return run
+
+
 def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, tls, tmp_path):
     doc = tagged(server, tls)
     seen = {}
@@ -266,14 +280,7 @@ def test_a_failed_pull_tells_the_controller_which_task_failed(server, tls, tmp_p
     doc = tagged(server, tls)
     opts = opts_for(tmp_path)
     log = ocigpu_pull.Log(opts.log_file)
-
-    def configure(argv, bundle, log_, log_file):
-        log_('configure: %s', ' '.join(argv))
-        with open(log_file, 'a') as f:
-            f.write('TASK [ocigpu.cluster.enroot : Fetch the packages] ***\n'
-                    'fatal: [gpu-1]: FAILED! => {"changed": false, "msg": "sha256 mismatch: got 00, want 11"}\n'
-                    'PLAY RECAP ***\n')
-        return 2
+    configure = failing_run('configure', 'ocigpu.cluster.enroot : Fetch the packages', 'sha256 mismatch: got 00, want 11')
     rc, _t = ocigpu_pull.pull(opts, log, fetch_imds=lambda url: doc, venv_fn=lambda prefix, settings, log: '/venv',
                               configure_fn=configure, start_fn=lambda log: 0)
     assert rc == 1
@@ -355,15 +362,8 @@ def test_with_the_active_check_a_node_that_falls_short_never_starts_slurmd_and_s
     doc = tagged(server, tls)
     opts = opts_for(tmp_path)
     runs, started = [], []
-
-    def active(argv, bundle, log_, log_file):
-        runs.append(argv)
-        log_('active check: %s', ' '.join(argv))
-        with open(log_file, 'a') as f:
-            f.write('TASK [ocigpu.cluster.nccl_tests : Fail the nodes that fell short] ***\n'
-                    'fatal: [gpu-1]: FAILED! => {"assertion": "x", "changed": false, '
-                    '"msg": "gpu-1 failed the active NCCL check: all_reduce busbw 120.5 GB/s below 148.0 GB/s"}\n')
-        return 2
+    active = failing_run('active check', 'ocigpu.cluster.nccl_tests : Fail the nodes that fell short',
+                         'gpu-1 failed the active NCCL check: all_reduce busbw 120.5 GB/s below 148.0 GB/s', runs)
     rc, timings = ocigpu_pull.pull(opts, ocigpu_pull.Log(opts.log_file), fetch_imds=lambda url: doc,
                                    venv_fn=lambda prefix, settings, log: '/venv', configure_fn=lambda *a: 0,
                                    start_fn=lambda log: started.append(1) or 0, check_fn=lambda log: (0, ''),
