@@ -48,7 +48,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import expected_largest_size, gate, parse_output
+from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import active_metrics_text, judge, parse_output
 from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import pairs_by_block, place_of
 
 
@@ -57,14 +57,14 @@ def nccl_parse(text):
 
 
 def nccl_gate(text, threshold_gbps=None, args='', expected_ranks=None, rc=None):
-    """One run judged by the validation report's rules (_nccl.gate): the verdict, its reasons as one
+    """One run judged by the validation report's rules (_nccl.judge): the verdict, its reasons as one
     line, the largest size as size_bytes and the output's error lines."""
-    parsed = parse_output(text)
-    verdict = gate(parsed, threshold_gbps=threshold_gbps,
-                   expected_max_bytes=expected_largest_size(args) if args else None,
-                   expected_ranks=expected_ranks, rc=rc)
-    verdict.update(reason='; '.join(verdict['reasons']), size_bytes=verdict['largest_size'], errors=parsed['errors'])
-    return verdict
+    return judge(text, threshold_gbps=threshold_gbps, args=args, expected_ranks=expected_ranks, rc=rc)
+
+
+def nccl_active_metrics(verdict, now):
+    """The active check's figures as Prometheus text (_nccl.active_metrics_text)."""
+    return active_metrics_text(verdict, float(now))
 
 
 def nccl_pairs(nodes):
@@ -83,4 +83,5 @@ def nccl_pairs(nodes):
 
 class FilterModule(object):
     def filters(self):
-        return {'nccl_parse': nccl_parse, 'nccl_gate': nccl_gate, 'nccl_pairs': nccl_pairs}
+        return {'nccl_parse': nccl_parse, 'nccl_gate': nccl_gate, 'nccl_pairs': nccl_pairs,
+                'nccl_active_metrics': nccl_active_metrics}

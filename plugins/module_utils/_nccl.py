@@ -5,8 +5,10 @@
 """NCCL tests: parse nccl-tests output, gate it, check node health (the report is _nccl_report's).
 
 Everything here is plain Python with no Ansible import, so the parser and the gates are unit-tested
-on recorded outputs (tests/unit/data/nccl/). The modules nccl_health and nccl_report and the filter
-nccl_parse are thin wrappers around these functions.
+on recorded outputs (tests/unit/data/nccl/). The modules nccl_health and nccl_report and the filters
+nccl_parse and nccl_gate are thin wrappers around these functions. The node_health role copies this
+file to the nodes too (ocigpu_nccl.py), where `ocigpu-healthcheck --active` judges its run with
+``judge``: only ``evaluate_health`` needs _health, and imports it when called.
 
 Units: nccl-tests prints sizes in bytes and bandwidths in GB/s (10^9 bytes per second).
 """
@@ -14,8 +16,6 @@ Units: nccl-tests prints sizes in bytes and bandwidths in GB/s (10^9 bytes per s
 from __future__ import annotations
 
 import re
-
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _health
 
 # ---------------------------------------------------------------------------------------------
 # Parser
@@ -274,6 +274,39 @@ def gate(parsed, threshold_gbps=None, expected_max_bytes=None, expected_ranks=No
     }
 
 
+def judge(text, threshold_gbps=None, args='', expected_ranks=None, rc=None):
+    """One run's output judged by ``gate``: the verdict, its reasons as one line (``reason``), the largest
+    size as ``size_bytes`` and the output's error lines. A run stopped by timeout(1) (exit status 124,
+    or 137 after its KILL) is not judged on its output."""
+    parsed = parse_output(text)
+    verdict = gate(parsed, threshold_gbps=threshold_gbps,
+                   expected_max_bytes=expected_largest_size(args) if args else None,
+                   expected_ranks=expected_ranks, rc=rc)
+    verdict.update(reason='; '.join(verdict['reasons']), size_bytes=verdict['largest_size'], errors=parsed['errors'])
+    return verdict
+
+
+def active_metrics_text(verdict, now):
+    """The last active check of a node (its verdict, from ``judge``) in Prometheus' text format, for the
+    rdma_exporter's text files (nccl-active.prom): written by validate.yml --tags health and by
+    `ocigpu-healthcheck --active` alike."""
+    def number(value):
+        return 'NaN' if value is None else '%s' % value
+    return '\n'.join([
+        '# HELP ocigpu_nccl_active_busbw_gbps Bus bandwidth at the largest size of the last active NCCL check.',
+        '# TYPE ocigpu_nccl_active_busbw_gbps gauge',
+        'ocigpu_nccl_active_busbw_gbps %s' % number(verdict.get('busbw_gbps')),
+        '# HELP ocigpu_nccl_active_threshold_gbps Threshold of the last active NCCL check (NaN when it had none).',
+        '# TYPE ocigpu_nccl_active_threshold_gbps gauge',
+        'ocigpu_nccl_active_threshold_gbps %s' % number(verdict.get('threshold_gbps')),
+        '# HELP ocigpu_nccl_active_passed 1 when the last active NCCL check passed, else 0.',
+        '# TYPE ocigpu_nccl_active_passed gauge',
+        'ocigpu_nccl_active_passed %d' % (1 if verdict.get('passed') else 0),
+        '# HELP ocigpu_nccl_active_last_run_timestamp_seconds When the last active NCCL check finished (Unix time).',
+        '# TYPE ocigpu_nccl_active_last_run_timestamp_seconds gauge',
+        'ocigpu_nccl_active_last_run_timestamp_seconds %d' % int(now)]) + '\n'
+
+
 # ---------------------------------------------------------------------------------------------
 # Node health
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +316,8 @@ def evaluate_health(node, gpus=None, expected_gpus=None, xids=None, ib_ports=Non
     """Health checks of one node before an NCCL test, by the rules of _health.evaluate (the same ones
     Slurm's HealthCheckProgram applies): gpus are rows of _health.parse_gpu_query (the base fields),
     xids None skips the XID check. Returns [{check, ok, reason, short}]; reasons start with the node."""
+    from ansible_collections.ocigpu.cluster.plugins.module_utils import _health  # pylint: disable=import-outside-toplevel
+
     expect = dict(gpus=expected_gpus, rdma_devices=expected_hcas, scratch_path=scratch_path, check_xid=xids is not None,
                   gpu_extra_checks=False)
     observed = dict(gpus=gpus, gpu_fields=_health.BASE_FIELDS, xids=xids or [], kernel_log_readable=xid_log_readable,

@@ -17,6 +17,8 @@
 #   4b. the self-healing loop (DEMO_HEAL= leaves it out): the last job's node is made sick while a
 #      job holds it, slurmd's health check drains it, the loop replaces it, the new instance pulls
 #      and passes its checks, and a job runs on it under the old Slurm name
+#   4c. the periodic active check (with 4b): the controller's sweep runs it through Slurm on the idle
+#      nodes; the node made to fall short is drained and replaced by the loop
 #   5. 30 s without jobs: the suspend program terminates the cluster networks; the stand-ins go;
 #      no node is DOWN
 #   6. teardown finds nothing billable
@@ -129,8 +131,11 @@ if [ -n "$HEAL" ]; then
   # need not wait 600 s for a power down.
   cat > "$work/heal-vars.yml" <<'YAML'
 autoscaling_heal: true
-slurm_autoscaler_heal_checks: [gpu_count, xid, rdma_links, nvme_scratch, container_paths]
+slurm_autoscaler_heal_checks: [gpu_count, xid, rdma_links, nvme_scratch, nccl_active, container_paths]
 slurm_autoscaler_suspend_timeout: 30
+# The sweep of periodic active checks on the controller (step 4c starts it by hand).
+node_health_active_interval: 86400
+node_health_active_sweep_every: 3600
 YAML
   demo_check_vars "$work/heal-vars.yml"
   # With the loop on, every node runs the active NCCL check in its pull before slurmd starts. The
@@ -395,6 +400,53 @@ if [ -n "$HEAL" ]; then
     || die "the new instance of $sick ran no active NCCL check before slurmd (log: $work/heal-instance.log)"
   jq -r '"   heal: the new instance'"'"'s pull: tags \(.wait_tags) s, bundle \(.fetch_bundle) s, ansible-core \(.ansible) s, roles \(.configure) s, passive checks \(.checks) s, active NCCL check \(.active_check) s, slurmd \(.slurmd_start) s"' \
     "$work/heal-instance.json"
+
+  step "4c. The periodic active check: the sweep runs it through Slurm on idle nodes; one falls short and is replaced"
+  # The demo's timer would wait an hour (node_health_active_sweep_every): the sweep is started as the
+  # timer starts it. One node falls short: its threshold is raised above what its all_reduce_perf
+  # reaches (232.04 GB/s), in the settings its pull's active check left.
+  on_ctl systemctl is-enabled ocigpu-active-sweep.timer | sed 's/^/   ocigpu-active-sweep.timer: /'
+  podman exec "$c" python3 -c 'import json; p = "/etc/ocigpu-health/active.json"; d = json.load(open(p)); d["threshold_gbps"] = 300.0; json.dump(d, open(p, "w"))'
+  for _ in $(seq 20); do
+    [ "$(on_ctl sinfo -h -n "$sick" -o '%t')" = idle ] && break; sleep 1
+  done
+  mended_before=$(on_ctl grep -cE " heal $sick: .*(back in service|returned to service powered down)" /var/log/ocigpu-autoscaler/autoscaler.log || true)
+  t_slow=$(date +%s.%N)
+  on_ctl systemctl start ocigpu-active-sweep.service
+  on_ctl journalctl -u ocigpu-active-sweep.service --no-pager -o cat | grep '^sweep:' > "$work/sweep.log" || true
+  sed 's/^/   /' "$work/sweep.log"
+  grep -q "^sweep: $sick idle, never checked; active check submitted" "$work/sweep.log" \
+    || die "the sweep did not check $sick (its log: $work/sweep.log)"
+  # Each check is a Slurm job: the slow node's fails, the others complete.
+  grep -oE 'active check submitted \(job [0-9]+\)' "$work/sweep.log" | grep -oE '[0-9]+' > "$work/sweep-jobs.txt" || true
+  while read -r job; do
+    for _ in $(seq 120); do
+      line=$(on_ctl scontrol -o show job "$job" 2>/dev/null < /dev/null || true)
+      st=$(grep -o 'JobState=[A-Z_]*' <<< "$line" | cut -d= -f2 || true)
+      case $st in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
+      sleep 1
+    done
+    node=$(grep -oE ' NodeList=[^ ]+' <<< "$line" | cut -d= -f2)
+    mark "sweep: check job $job on $node ended $st"
+    if [ "$node" = "$sick" ]; then want=FAILED; else want=COMPLETED; fi
+    [ "$st" = "$want" ] || die "the check job $job on $node ended $st, not $want"
+  done < "$work/sweep-jobs.txt"
+  reason=$(on_ctl sinfo -h -n "$sick" -o '%E')
+  [ "$reason" = "ocigpu-nccl: all_reduce busbw 232.04 GB/s at 10 GiB is below the threshold 300.00 GB/s" ] \
+    || die "$sick was not drained by its periodic active check (reason: '$reason')"
+  mark "heal: $sick drained by its periodic active check: $reason"
+  # The loop replaces it as it replaced it in 4b (a replacement found sick within an hour counts as failed).
+  healed=''
+  for _ in $(seq 300); do
+    log=$(on_ctl grep -E " heal $sick: " /var/log/ocigpu-autoscaler/autoscaler.log 2>/dev/null | cut -d' ' -f4- || true)
+    line=$(tail -1 <<< "$log")
+    if [ -n "$line" ] && [ "$line" != "${last_heal:-}" ]; then mark "$line"; last_heal=$line; fi
+    [ "$(grep -cE '(back in service|returned to service powered down)' <<< "$log" || true)" -gt "$mended_before" ] && { healed=1; break; }
+    case $line in *'left'*) break ;; esac
+    sleep 1
+  done
+  [ -n "$healed" ] || die "the loop did not mend $sick after its periodic check; autoscaler log: $(on_ctl grep ' heal ' /var/log/ocigpu-autoscaler/autoscaler.log | tail -3)"
+  printf '   heal: drained by the periodic check -> back in service %.1f s\n' "$(echo "$(date +%s.%N) - $t_slow" | bc)"
 fi
 
 step "5. $SUSPEND_TIME s without jobs: the suspend program hands the nodes back"

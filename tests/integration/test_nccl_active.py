@@ -47,7 +47,8 @@ class Cluster(object):
                 tmp / name / 'args', 'exec sleep 60' if n.get('hang') else 'cat ' + REPLAY))
             os.chmod(str(program), 0o755)
             hosts[name] = dict(ocigpu_slurm_name=name, nccl_tests_active_binary=str(program),
-                               nccl_tests_metrics_dir=str(tmp / name / 'metrics'), **n.get('vars', {}))
+                               nccl_tests_metrics_dir=str(tmp / name / 'metrics'),
+                               nccl_tests_active_settings_file=str(tmp / name / 'active.json'), **n.get('vars', {}))
         (tmp / 'inventory.yml').write_text(json.dumps(dict(all=dict(
             children=dict(gpu_nodes=dict(hosts=hosts), slurm_controller=dict(hosts={'ctl': {}})),
             vars=dict(ansible_connection='local', ansible_become=False, ansible_python_interpreter=sys.executable,
@@ -107,6 +108,11 @@ def test_below_the_threshold_and_the_states_of_slurm_nodes(tmp_path):
     assert abs(m['ocigpu_nccl_active_last_run_timestamp_seconds'] - time.time()) < 600
     assert ('idle failed the active NCCL check: all_reduce busbw 365.04 GB/s at 16 GiB is below the threshold '
             '400.00 GB/s (it stays drained in Slurm as idle)') in out
+    # What the node's periodic check (ocigpu-healthcheck --active) repeats: this run's settings.
+    settings = json.loads((tmp_path / 'idle' / 'active.json').read_text())
+    assert settings == dict(binary=str(tmp_path / 'idle' / 'all_reduce_perf'), args=ARGS, gpus=4, threshold_gbps=400,
+                            timeout=300, env=settings['env'])
+    assert settings['env']['NCCL_IB_HCA'].startswith('=mlx5_')
     # A drain by a person or by the passive check stays as it is; the figures go to the metrics only.
     for name, reason in (('person', PERSON), ('passive', PASSIVE)):
         node = c.slurm(name)
@@ -116,6 +122,7 @@ def test_below_the_threshold_and_the_states_of_slurm_nodes(tmp_path):
     # A busy node is not checked; one that took a job just before the drain is given back.
     assert 'busy: not checked: it runs jobs (MIXED)' in out
     assert c.slurm('busy')['updates'] == [] and c.ran('busy') == [] and c.metrics('busy') is None
+    assert not (tmp_path / 'busy' / 'active.json').exists()
     assert 'late: not checked: a job started on it before the drain; given back' in out
     late = c.slurm('late')
     assert (late['state'], late['updates']) == ('MIXED', [['State=DRAIN', HOLD], ['State=RESUME']])

@@ -17,7 +17,7 @@ import jinja2
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_heal, _health
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_heal, _health, _nccl
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DASHBOARD = ROOT / 'dashboards' / 'ocigpu-cluster.json'
@@ -56,10 +56,13 @@ def nccl_prom():
 
 
 def nccl_active_prom():
-    """nccl-active.prom as the active check (the nccl_tests role's active entry point) writes it."""
+    """nccl-active.prom as the active checks write it: the nccl_tests role's active entry point through the
+    nccl_active_metrics filter, and ocigpu-healthcheck --active, both _nccl.active_metrics_text."""
+    tasks = yaml.safe_load((ROOT / 'roles' / 'nccl_tests' / 'tasks' / 'active.yml').read_text())
+    task, = [t for t in tasks if t['name'] == "Write the check's figures for the exporter"]
+    assert 'ocigpu.cluster.nccl_active_metrics(' in task['ansible.builtin.copy']['content']
     verdict = dict(busbw_gbps=343.33, threshold_gbps=352.0, passed=False)
-    return render_task_content('active.yml', "Write the check's figures for the exporter",
-                               __nccl_tests_active=verdict, __nccl_tests_active_time='1790000000')
+    return _nccl.active_metrics_text(verdict, 1790000000)
 
 
 def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):

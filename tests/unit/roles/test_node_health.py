@@ -252,3 +252,101 @@ def test_an_older_driver_without_the_extra_fields_still_checks_the_base_ones(nod
     by = dict((r['check'], r) for r in out['results'])
     assert proc.returncode == 0 and by['gpu_count']['ok'] is True and by['ecc']['ok'] is True
     assert by['pcie_width']['ok'] is None and 'not reported by this driver' in by['pcie_width']['reason']
+
+
+# The periodic active check (issue 32): `ocigpu-healthcheck --active`, as the sweep's Slurm job runs it.
+RECORDED = os.path.join(ROOT, 'tests', 'unit', 'data', 'nccl', 'seed000_a100_8gpu_10g.txt')  # 232.04 GB/s, 8 ranks
+NCCL_LIBRARY = os.path.join(ROOT, 'plugins', 'module_utils', '_nccl.py')
+
+
+class ActiveNode(Node):
+    """A fake node with an all_reduce_perf stand-in that prints a recorded run (or hangs) and the
+    settings validate.yml --tags health leaves."""
+
+    def __init__(self, tmp):
+        super(ActiveNode, self).__init__(tmp)
+        shutil.copy(NCCL_LIBRARY, str(self.lib / 'ocigpu_nccl.py'))
+        self.binary = tmp / 'all_reduce_perf'
+        self.binary.write_text('#!/bin/sh\necho "$@" > %s\n[ -n "$HANG" ] && exec sleep 30\ncat %s\n'
+                               % (tmp / 'argv', RECORDED))
+        os.chmod(str(self.binary), 0o755)
+        self.settings = dict(binary=str(self.binary), args='-b 1G -e 4G -f 2 -n 20 -w 5', gpus=8, threshold_gbps=148.0,
+                             timeout=20, env={'NCCL_IB_HCA': '=mlx5_0,mlx5_1'})
+
+    def active(self, *extra, **env):
+        self._write()
+        tmp = self.tmp
+        (tmp / 'active.json').write_text(json.dumps(self.settings))
+        proc = subprocess.run(
+            [sys.executable, PROGRAM, '--active', '--expect', str(tmp / 'expect.json'), '--scontrol', str(tmp / 'scontrol'),
+             '--active-settings', str(tmp / 'active.json'), '--active-metrics', str(tmp / 'nccl-active.prom'), '--json']
+            + list(extra),
+            capture_output=True, text=True, env=dict(os.environ, OCIGPU_HEALTH_LIB=str(self.lib), **env), timeout=90,
+            check=False)
+        assert proc.returncode in (0, 1, 2), proc.stdout + proc.stderr
+        out = json.loads(proc.stdout)
+        out['rc'] = proc.returncode
+        out['result'] = out['results'][0]
+        return out
+
+
+@pytest.fixture
+def active_node(tmp_path):
+    return ActiveNode(tmp_path)
+
+
+def test_the_active_check_passes_a_sound_node_with_the_settings_validate_left(active_node):
+    out = active_node.active()
+    assert out['rc'] == 0 and out['result']['ok'] is True and out['result']['check'] == 'nccl_active'
+    assert out['result']['reason'] == 'all_reduce over 8 GPUs: busbw 232.04 GB/s against 148.00 GB/s'
+    assert out['slurm'] == 'slurm: gpu-7 not drained, nothing to do'
+    # The run is the one validate.yml makes: its arguments, then -g and the GPU count.
+    assert (active_node.tmp / 'argv').read_text().split() == '-b 1G -e 4G -f 2 -n 20 -w 5 -g 8'.split()
+    metrics = (active_node.tmp / 'nccl-active.prom').read_text()
+    assert 'ocigpu_nccl_active_busbw_gbps 232.04\n' in metrics and 'ocigpu_nccl_active_passed 1\n' in metrics
+    assert 'ocigpu_nccl_active_threshold_gbps 148.0\n' in metrics
+
+
+def test_a_node_that_falls_short_is_drained_with_the_figures_and_resumed_once_it_passes(active_node):
+    active_node.settings['threshold_gbps'] = 300.0
+    out = active_node.active()
+    reason = 'ocigpu-nccl: all_reduce busbw 232.04 GB/s at 10 GiB is below the threshold 300.00 GB/s'
+    assert out['rc'] == 1 and out['result']['ok'] is False
+    assert out['slurm'] == 'slurm: gpu-7 drained (%s)' % reason
+    assert active_node.slurm_state()['state'] == 'IDLE+DRAIN' and active_node.slurm_state()['reason'] == reason
+    assert 'ocigpu_nccl_active_passed 0\n' in (active_node.tmp / 'nccl-active.prom').read_text()
+    # The passive checks (slurmd's) pass on this node and leave the active check's drain alone.
+    out = active_node.check()
+    assert out['rc'] == 0 and active_node.slurm_state()['reason'] == reason
+    active_node.settings['threshold_gbps'] = 148.0
+    out = active_node.active()
+    assert out['rc'] == 0 and out['slurm'] == 'slurm: gpu-7 resumed (was: %s)' % reason
+    assert active_node.slurm_state()['state'] == 'IDLE'
+
+
+@pytest.mark.parametrize('reason', ['bad DIMM, ticket 4711', 'ocigpu-health: gpu_count 7 of 8 GPUs',
+                                    'ocigpu-nccl: active NCCL check running'])
+def test_the_active_check_leaves_other_drains_alone(active_node, reason):
+    active_node.slurm(state='IDLE+DRAIN', reason=reason)
+    active_node.settings['threshold_gbps'] = 300.0
+    out = active_node.active()
+    assert out['rc'] == 1 and out['slurm'] == 'slurm: gpu-7 was drained by someone else (%s), left as it is' % reason
+    active_node.settings['threshold_gbps'] = 148.0
+    out = active_node.active()
+    assert out['rc'] == 0 and out['slurm'] == 'slurm: gpu-7 left drained (%s)' % reason
+    assert [c for c in active_node.slurm_state()['calls'] if c[0] == 'update'] == []
+
+
+def test_a_run_that_hangs_is_stopped_and_fails_the_node(active_node):
+    active_node.settings['timeout'] = 1
+    out = active_node.active(HANG='1')
+    assert out['rc'] == 1 and out['result']['short'] == 'did not finish within 1 s'
+    assert active_node.slurm_state()['reason'] == 'ocigpu-nccl: all_reduce did not finish within 1 s'
+
+
+def test_an_active_check_that_cannot_run_changes_nothing_in_slurm(active_node):
+    active_node.settings['binary'] = str(active_node.tmp / 'missing' / 'all_reduce_perf')
+    out = active_node.active()
+    assert out['rc'] == 2 and out['result']['ok'] is None and out['slurm'] is None
+    assert 'is not an executable program' in out['result']['reason']
+    assert active_node.slurm_state()['calls'] == [] and not (active_node.tmp / 'nccl-active.prom').exists()

@@ -252,10 +252,35 @@ def test_a_sick_node_that_slurm_powered_down_first_goes_back_to_service_powered_
     assert svc.reconcile()['heal']['replaced'] == ['gpu-1']
 
 
+SLOW = 'ocigpu-nccl: all_reduce busbw 120.31 GB/s at 4 GiB is below the threshold 148.00 GB/s'
+
+
 def test_the_reason_names_the_checks():
     assert heal.hardware_checks(SICK + '; xid 79 on GPU 3', heal.DEFAULTS['checks']) == ['gpu_count', 'xid']
     assert heal.hardware_checks('ocigpu-health: container_paths missing enroot', heal.DEFAULTS['checks']) == []
     assert heal.hardware_checks('gpu_count by hand', heal.DEFAULTS['checks']) == []
+    # The active check's drain when a node fell short is nccl_active; its hold while it runs is not.
+    assert heal.hardware_checks(SLOW, heal.DEFAULTS['checks']) == ['nccl_active']
+    assert heal.hardware_checks(SLOW, ['gpu_count', 'xid']) == []
+    assert heal.hardware_checks('ocigpu-nccl: active NCCL check running', heal.DEFAULTS['checks']) == []
+
+
+def test_a_node_the_periodic_active_check_found_slow_is_replaced(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc, clock = healing(config, fake)
+    bring_up(conf, svc, fake, ['gpu-1'], 1)
+    fake.drain_by_checks('gpu-1', SLOW)
+    replace_once(sim, conf, svc, fake, clock, 'gpu-1')
+    fake.register(['gpu-1'])
+    clock.now += 100
+    assert svc.reconcile()['heal']['healed'] == ['gpu-1']
+    logged(config, 'heal gpu-1: drained by the checks (%s) with no job on it; replacing it' % SLOW)
+    # Without nccl_active among the checks, such a drain is left to a person.
+    fake = FakeSlurm(config['node_names'])
+    conf, svc, clock = healing(config, fake, checks=['gpu_count'])
+    bring_up(conf, svc, fake, ['gpu-2'], 2)
+    fake.drain_by_checks('gpu-2', SLOW)
+    assert svc.reconcile()['heal']['replaced'] == []
 
 
 def test_a_power_down_that_did_not_take_is_given_again_after_a_minute(sim, tmp_path, config):
