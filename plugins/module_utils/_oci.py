@@ -254,6 +254,10 @@ class OCISession(object):
         return self.client(oci.core.BlockstorageClient)
 
     @property
+    def file_storage(self):
+        return self.client(oci.file_storage.FileStorageClient)
+
+    @property
     def identity(self):
         return self.client(oci.identity.IdentityClient)
 

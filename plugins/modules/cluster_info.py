@@ -76,8 +76,15 @@ instance_configurations:
   returned: always
   type: list
   elements: dict
+file_storage:
+  description:
+    - The cluster's File Storage parts (M(ocigpu.cluster.file_storage)) in every availability domain of the region -
+      file systems and mount targets (kind, id, display_name, availability_domain).
+  returned: always
+  type: list
+  elements: dict
 billable:
-  description: Number of live instances and cluster networks of the cluster.
+  description: Number of live instances, cluster networks, file systems and mount targets of the cluster.
   returned: always
   type: int
 """
@@ -117,6 +124,13 @@ class ClusterInfo(OCIModule):
         nodes.extend(n for cn in networks for n in cn['nodes'] if n['id'] not in set(x['id'] for x in nodes))
         compute_clusters = self.mine(s.list_all(s.compute.list_compute_clusters, comp))
         configs = self.mine(s.list_all(s.compute_management.list_instance_configurations, comp))
+        # File Storage is listed per availability domain: every one of the region.
+        storage = []
+        for ad in sorted(a.name for a in s.call(s.identity.list_availability_domains, comp)):
+            for kind, fn in (('file_system', s.file_storage.list_file_systems),
+                             ('mount_target', s.file_storage.list_mount_targets)):
+                storage.extend(dict(kind=kind, id=r.id, display_name=r.display_name, availability_domain=ad)
+                               for r in self.mine(s.list_all(fn, comp, ad)))
         return dict(
             vcn=dict(id=vcn.id, display_name=vcn.display_name, cidr_block=vcn.cidr_block) if vcn else None,
             subnets=[dict(id=n.id, display_name=n.display_name, cidr_block=n.cidr_block,
@@ -128,7 +142,8 @@ class ClusterInfo(OCIModule):
             instance_configurations=[
                 dict(id=c.id, display_name=c.display_name,
                      time_created=c.time_created.isoformat() if c.time_created else None) for c in configs],
-            billable=len(set(i.id for i in instances) | in_networks) + len(networks),
+            file_storage=storage,
+            billable=len(set(i.id for i in instances) | in_networks) + len(networks) + len(storage),
         )
 
 

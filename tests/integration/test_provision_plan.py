@@ -9,11 +9,13 @@ which creates nothing)."""
 from __future__ import annotations
 
 import os
+import re
 
+import oci
 import pytest
 
-from tests.integration._helpers import (COLLECTION_PLAYBOOKS, admin, everything, first_availability_domain, mutations,
-                                        playbook, ssh_public_key)
+from tests.integration._helpers import (COLLECTION_PLAYBOOKS, admin, clients, everything, first_availability_domain,
+                                        mutations, playbook, sdk_config, ssh_public_key)
 
 pytestmark = pytest.mark.slow
 
@@ -152,4 +154,30 @@ def test_resize_grows_shrinks_by_chosen_nodes_and_replaces_a_node(simulator, tmp
 
     down = playbook(TEARDOWN, simulator, tmp_path, **plan())
     assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout']
+    assert everything(simulator) == dict(instances=[], cluster_networks=[], instance_configurations=[], vcns=[])
+
+
+def test_a_shared_home_on_file_storage_is_made_with_the_cluster_and_removed_with_it(simulator, tmp_path):
+    """Issue 31, point 1: shared_home: fss makes the file system, its mount target in the private subnet and
+    the export; a re-run adopts them; teardown removes them (the mount target before the network, which OCI
+    would refuse otherwise) and finds nothing billable."""
+    ad = first_availability_domain(simulator)
+    vars_ = plan(availability_domain=ad, gpu_node_count=1, shared_home='fss')
+    out = playbook(PROVISION, simulator, tmp_path, **vars_)
+    fss = oci.file_storage.FileStorageClient(sdk_config(simulator), service_endpoint=simulator['endpoint'])
+    comp = simulator['compartment_id']
+    systems = [f for f in fss.list_file_systems(comp, ad).data if f.lifecycle_state == 'ACTIVE']
+    targets = [m for m in fss.list_mount_targets(comp, ad).data if m.lifecycle_state == 'ACTIVE']
+    assert [f.display_name for f in systems] == ['plan-home'] and [m.display_name for m in targets] == ['plan-home-mt']
+    exports = [e for e in fss.list_exports(file_system_id=systems[0].id).data if e.lifecycle_state == 'ACTIVE']
+    assert [e.path for e in exports] == ['/home'] and exports[0].export_set_id == targets[0].export_set_id
+    subnets = dict((s.display_name, s) for s in clients(simulator)[2].list_subnets(comp).data)
+    assert targets[0].subnet_id == subnets['plan-private'].id
+    assert re.search(r'shared home: 10\.0\.1\.\d+:/home \(OCI File Storage\)', out['stdout'])
+    assert playbook(PROVISION, simulator, tmp_path, **vars_)['changed'] == 0
+
+    down = playbook(TEARDOWN, simulator, tmp_path, **vars_)
+    assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout']
+    assert [f for f in fss.list_file_systems(comp, ad).data if f.lifecycle_state != 'DELETED'] == []
+    assert [m for m in fss.list_mount_targets(comp, ad).data if m.lifecycle_state != 'DELETED'] == []
     assert everything(simulator) == dict(instances=[], cluster_networks=[], instance_configurations=[], vcns=[])

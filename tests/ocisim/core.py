@@ -147,6 +147,7 @@ KINDS = (
     "security_lists", "dhcp_options",
     "images", "instances", "vnic_attachments", "vnics", "private_ips",
     "instance_configurations", "instance_pools", "cluster_networks", "compute_clusters",
+    "file_systems", "mount_targets", "export_sets", "exports",
     "work_requests",
 )
 

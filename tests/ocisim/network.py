@@ -238,6 +238,11 @@ def delete_subnet(ctx):
     if vnics:
         raise conflict("The Subnet {0} references the VNIC {1}. You must remove the reference to proceed "
                        "with this operation.".format(subnet["id"], vnics[0]))
+    # A mount target (File Storage) holds a private IP of its subnet.
+    held = [p["_mount_target"] for p in store.private_ips.values() if p["subnetId"] == subnet["id"] and p.get("_mount_target")]
+    if held:
+        raise conflict("The Subnet {0} references the mount target {1}. You must remove the reference to proceed "
+                       "with this operation.".format(subnet["id"], held[0]))
     _terminate(ctx, subnet)
     return Reply(204)
 

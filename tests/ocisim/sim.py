@@ -12,7 +12,7 @@ import os
 import subprocess
 import threading
 
-from . import admin, auth, compute, identity, imds, limits, management, network, seed, workrequests
+from . import admin, auth, compute, filestorage, identity, imds, limits, management, network, seed, workrequests
 from .catalog import IMAGES, ad_count, services
 from .core import DEFAULT_DURATIONS, KINDS, Clock, OciError, OcidFactory, Store, not_found, public
 from .faults import Calls, Faults
@@ -50,7 +50,8 @@ class StateView:
             for kind in ("instances", "vnics", "vnic_attachments", "private_ips", "subnets", "vcns",
                          "cluster_networks", "instance_pools", "instance_configurations", "compute_clusters",
                          "work_requests", "compartments", "internet_gateways", "nat_gateways", "service_gateways",
-                         "route_tables", "security_lists", "images"):
+                         "route_tables", "security_lists", "images", "file_systems", "mount_targets", "export_sets",
+                         "exports"):
                 res = getattr(store, kind).get(ocid)
                 if res is not None:
                     return public(res)
@@ -74,7 +75,7 @@ class Simulator:
         self._seed = seed
         self._ad_count = availability_domains or ad_count(region)
         self.router = Router()
-        for module in (network, compute, management, identity, workrequests, limits):
+        for module in (network, compute, management, identity, workrequests, limits, filestorage):
             module.register(self.router)
         self.faults = Faults()
         self.calls = Calls()

@@ -13,7 +13,7 @@ NULL_IN_PRACTICE = {("Image", "compartmentId")}
 
 def _model_modules():
     import oci  # pylint: disable=import-outside-toplevel
-    return (oci.core.models, oci.identity.models, oci.work_requests.models, oci.limits.models)
+    return (oci.core.models, oci.identity.models, oci.work_requests.models, oci.limits.models, oci.file_storage.models)
 
 
 def _find_model(name):

@@ -427,6 +427,54 @@ def test_capacity_report_and_limits_routes(api, ocisim):
     assert (available.available, available.used) == (512, 0)
 
 
+def test_file_storage_routes(api, ocisim):
+    """File Storage (API version /20171215): a file system, a mount target in a subnet with its export set,
+    an export joining them, each listed, read, updated and deleted in the order OCI requires."""
+    fsm = oci.file_storage.models
+    fss = oci.file_storage.FileStorageClient(oci.config.from_file(ocisim.config_file, ocisim.profile),
+                                             service_endpoint=ocisim.endpoint)
+    vcn = api.vn.create_vcn(core.CreateVcnDetails(compartment_id=api.comp, cidr_blocks=["10.9.0.0/16"])).data
+    subnet = api.vn.create_subnet(core.CreateSubnetDetails(compartment_id=api.comp, vcn_id=vcn.id,
+                                                           cidr_block="10.9.1.0/24")).data
+    fs = api.check(fss.create_file_system(fsm.CreateFileSystemDetails(
+        compartment_id=api.comp, availability_domain=api.ad, display_name="home")), "FileSystem", fsm.FileSystem)
+    api.check(fss.get_file_system(fs.id), "FileSystem", fsm.FileSystem)
+    listed = api.check(fss.list_file_systems(api.comp, api.ad, display_name="home"), "list[FileSystemSummary]",
+                       fsm.FileSystemSummary)
+    assert [f.id for f in listed] == [fs.id]
+    api.check(fss.update_file_system(fs.id, fsm.UpdateFileSystemDetails(freeform_tags={"a": "b"})), "FileSystem",
+              fsm.FileSystem)
+    mt = api.check(fss.create_mount_target(fsm.CreateMountTargetDetails(
+        compartment_id=api.comp, availability_domain=api.ad, subnet_id=subnet.id, display_name="home-mt")),
+        "MountTarget", fsm.MountTarget)
+    api.check(fss.get_mount_target(mt.id), "MountTarget", fsm.MountTarget)
+    api.check(fss.list_mount_targets(api.comp, api.ad), "list[MountTargetSummary]", fsm.MountTargetSummary)
+    api.check(fss.update_mount_target(mt.id, fsm.UpdateMountTargetDetails(display_name="home-mt")), "MountTarget",
+              fsm.MountTarget)
+    export_set = api.check(fss.get_export_set(mt.export_set_id), "ExportSet", fsm.ExportSet)
+    assert export_set.vcn_id == vcn.id
+    ip = api.vn.get_private_ip(mt.private_ip_ids[0]).data.ip_address
+    assert ip.startswith("10.9.1.")
+    export = api.check(fss.create_export(fsm.CreateExportDetails(
+        export_set_id=mt.export_set_id, file_system_id=fs.id, path="/home",
+        export_options=[fsm.ClientOptions(source="10.9.0.0/16", identity_squash="NONE")])), "Export", fsm.Export)
+    api.check(fss.get_export(export.id), "Export", fsm.Export)
+    api.check(fss.list_exports(file_system_id=fs.id), "list[ExportSummary]", fsm.ExportSummary)
+    api.check(fss.update_export(export.id, fsm.UpdateExportDetails(
+        export_options=[fsm.ClientOptions(source="10.9.1.0/24")])), "Export", fsm.Export)
+    # OCI's order: neither the file system nor the mount target goes while the export is there.
+    with pytest.raises(oci.exceptions.ServiceError) as refused:
+        fss.delete_file_system(fs.id)
+    assert refused.value.status == 409
+    with pytest.raises(oci.exceptions.ServiceError) as refused:
+        api.vn.delete_subnet(subnet.id)
+    assert refused.value.status == 409
+    api.check(fss.delete_export(export.id), None)
+    api.check(fss.delete_mount_target(mt.id), None)
+    api.check(fss.delete_file_system(fs.id), None)
+    api.vn.delete_subnet(subnet.id)
+
+
 def test_every_route_was_exercised(ocisim, request):
     """Runs last in this module (pytest keeps file order): the tests above covered every route."""
     here = [i for i in request.session.items if i.module is request.module and i.name != request.node.name]
