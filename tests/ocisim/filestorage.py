@@ -31,6 +31,8 @@ EXPORT_SUMMARY = ("exportSetId", "fileSystemId", "id", "isIdmapGroupsForSysAuth"
 
 def _summary(fields):
     return lambda res: dict((k, res[k]) for k in fields if k in res)
+
+
 SQUASH = ("NONE", "ROOT", "ALL")
 
 
