@@ -37,7 +37,7 @@ import base64
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _network, _shapes
 from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import ServiceError
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
-    CLUSTER_TAG, InputError, check_display_names, cluster_name_problem)
+    CLUSTER_TAG, InputError, check_display_names, cluster_name_problem, is_live)
 
 try:
     import oci
@@ -46,6 +46,7 @@ except ImportError:
     oci = M = None  # OCIModule reports the missing library
 
 LIMITS_SERVICE = 'compute'
+FILESYSTEM_SERVICE = 'filesystem'
 LIVE_INSTANCE = ('PROVISIONING', 'STARTING', 'RUNNING', 'STOPPING', 'STOPPED', 'MOVING', 'CREATING_IMAGE')
 CLUSTER_MODES = ('auto', 'single', 'cluster_network')
 PRIVATE_KEY_MARKERS = ('PRIVATE KEY-----', 'PuTTY-User-Key-File')
@@ -84,6 +85,7 @@ def plan_argument_spec():
         ssh_public_key_file=dict(type='path', no_log=False),
         autoscaling=dict(type='bool', default=False),
         autoscaling_max_nodes=dict(type='int', default=8),
+        shared_home=dict(type='str', default='', choices=['', 'fss']),
     )
 
 
@@ -135,7 +137,7 @@ class Preflight(object):
         self.skipped = []
         self.warnings = []
         self.checks = dict(availability_domain=None, bastion=dict(shape=params['bastion_shape']),
-                           gpu=dict(shape=params['gpu_shape']), capacity=[], limits=[])
+                           gpu=dict(shape=params['gpu_shape']), capacity=[], limits=[], shared_home=[])
         self.bastion_facts = self.gpu_facts = None
         self.boot_gb = None
         self.shapes = {}
@@ -349,6 +351,7 @@ class Preflight(object):
         wanted = self._wanted(bastion, len(nodes))
         self._capacity(ad, wanted)
         self._limits(ad, wanted)
+        self._shared_home(ad)
 
     def _availability_domain(self, ads, bastion):
         given = self.p['availability_domain']
@@ -533,13 +536,39 @@ class Preflight(object):
             return p['bastion_memory_gb'] or (ocpus * default if default else None)
         return shape.ocpus if unit == 'ocpus' else shape.memory_in_gbs
 
-    def _availability(self, limit, ad):
-        """GetResourceAvailability of a compute limit in the AD (a regional limit: without it), or None."""
+    def _shared_home(self, ad):
+        """With shared_home: fss, a file system and a mount target of File Storage fit the AD's limits
+        (a part the cluster has already is adopted, not counted)."""
+        if self.p['shared_home'] != 'fss':
+            return
+        s, comp, cluster = self.s, self.p['compartment_id'], self.p['cluster_name']
+        for limit, fn, name in (('file-system-count', s.file_storage.list_file_systems, '%s-home' % cluster),
+                                ('mount-target-count', s.file_storage.list_mount_targets, '%s-home-mt' % cluster)):
+            mine = [r for r in s.list_all(fn, comp, ad, display_name=name) if is_live(r)
+                    and (r.freeform_tags or {}).get(CLUSTER_TAG) == cluster]
+            if mine:
+                self.checks['shared_home'].append(dict(limit=limit, exists=True))
+                continue
+            answer = self._availability(limit, ad, service=FILESYSTEM_SERVICE)
+            if answer is None:
+                continue
+            self.checks['shared_home'].append(dict(limit=limit, exists=False, available=answer.available,
+                                                   used=answer.used))
+            if answer.available is not None and answer.available < 1:
+                self.problem('shared_home', "a new %s needs 1 of File Storage's service limit %s in %s; OCI's Limits "
+                             "service reports %s available (%s used in the compartment): ask for a limit increase, or "
+                             "remove one" % ('file system' if limit.startswith('file') else 'mount target', limit, ad,
+                                             answer.available, answer.used))
+
+    def _availability(self, limit, ad, service=None):
+        """GetResourceAvailability of a compute limit (or another service's) in the AD (a regional limit:
+        without it), or None."""
         s = self.s
         client = s.client(oci.limits.LimitsClient)
         for kwargs in ({'availability_domain': ad}, {}):
             try:
-                return s.call(client.get_resource_availability, LIMITS_SERVICE, limit, self.p['compartment_id'], **kwargs)
+                return s.call(client.get_resource_availability, service or LIMITS_SERVICE, limit, self.p['compartment_id'],
+                              **kwargs)
             except ServiceError as exc:
                 error = exc
                 if exc.status != 400:  # 400: the limit is regional and takes no availability domain

@@ -130,6 +130,16 @@ options:
     description: Most on-demand GPU nodes at once, counted against the service limits with O(autoscaling=true).
     type: int
     default: 8
+  shared_home:
+    description:
+      - C(fss) - the plan has a shared file system on OCI File Storage (M(ocigpu.cluster.file_storage)); a new file system
+        and a new mount target must fit File Storage's service limits C(file-system-count) and C(mount-target-count) in
+        the availability domain (OCI's default is two mount targets per availability domain). Parts the cluster has
+        already are not counted.
+    type: str
+    default: ""
+    choices: ["", fss]
+    version_added: 0.3.0
 attributes:
   check_mode:
     details: The module only reads (its one POST, the capacity report, creates nothing) and runs the same in check mode.
@@ -224,6 +234,10 @@ checks:
         effective_quota:
           description: The compartment quota's value when one applies.
           type: float
+    shared_home:
+      description: With O(shared_home=fss), per File Storage limit - C(limit), C(exists) (the cluster has the part), C(available), C(used).
+      type: list
+      elements: dict
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _preflight

@@ -1,6 +1,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Limits (LimitsClient, API version /20190729): GetResourceAvailability of the compute service's
-per-availability-domain limits, the names a shape lists in its `quotaNames`.
+per-availability-domain limits, the names a shape lists in its `quotaNames`, and of File Storage's
+(service `filesystem`): `file-system-count` and `mount-target-count`, counted from the live file
+systems and mount targets of the availability domain.
 
 What a limit counts follows its name, as OCI's compute limits do: `*core-count` OCPUs,
 `*memory-count` GB of memory, `gpu*` GPUs, anything else instances.  `used` is what the live
@@ -20,6 +22,10 @@ from .web import Reply
 
 VERSION = "/20190729"
 SERVICE = "compute"
+# File Storage's limits per availability domain. Two mount targets is OCI's default (its File Storage
+# troubleshooting page); the file system count is a stand-in.
+FILESYSTEM = "filesystem"
+FILESYSTEM_LIMITS = {"file-system-count": ("file_systems", 100), "mount-target-count": ("mount_targets", 2)}
 DEFAULT_CORES = 1000
 DEFAULT_MEMORY_GB = 16000
 
@@ -49,6 +55,7 @@ def _defaults():
             else:
                 value = DEFAULT_CAPACITY.get(shape["shape"], 64)
             values[name] = max(values.get(name, 0), value)
+    values.update((name, default) for name, (_kind, default) in FILESYSTEM_LIMITS.items())
     return values
 
 
@@ -90,6 +97,12 @@ class Limits:
         kind = unit(limit_name)
         store = self._sim.store
         total = 0.0
+        if limit_name in FILESYSTEM_LIMITS:
+            with store.lock:
+                return float(sum(1 for r in getattr(store, FILESYSTEM_LIMITS[limit_name][0]).values()
+                                 if r["_tenancy"] == tenancy and r["availabilityDomain"] == availability_domain
+                                 and r["lifecycleState"] not in ("DELETING", "DELETED")
+                                 and (not compartment_id or r["compartmentId"] == compartment_id)))
         with store.lock:
             for inst in store.instances.values():
                 if inst["_tenancy"] != tenancy or inst["availabilityDomain"] != availability_domain \
@@ -110,8 +123,9 @@ class Limits:
 def get_resource_availability(ctx):
     limits = ctx.sim.limits
     name = ctx.params["limitName"]
-    if ctx.params["serviceName"] != SERVICE:
-        raise not_found("service {0}".format(ctx.params["serviceName"]))
+    service = ctx.params["serviceName"]
+    if service not in (SERVICE, FILESYSTEM) or (service == FILESYSTEM) != (name in FILESYSTEM_LIMITS):
+        raise not_found("limit {0} of service {1}".format(name, service))
     comp = compartment(ctx, ctx.query.get("compartmentId"))
     ad = ctx.query.get("availabilityDomain")
     if not limits.known(name):

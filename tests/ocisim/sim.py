@@ -192,7 +192,8 @@ class Simulator:
         self.durations.update({k: float(v) for k, v in durations.items()})
 
     def set_limit(self, limit_name, value, availability_domain=None):
-        """Set a compute service limit (a shape's quotaNames entry, e.g. the GPU count of a GPU shape) in
+        """Set a compute service limit (a shape's quotaNames entry, e.g. the GPU count of a GPU shape), or one
+        of File Storage (file-system-count, mount-target-count), in
         one availability domain or in every one; GetResourceAvailability answers it less what live
         instances use.  value=None: the limit has no value (GetResourceAvailability answers 404)."""
         self.limits.set(limit_name, value, availability_domain)

@@ -289,6 +289,36 @@ def test_a_plan_beyond_the_service_limit_is_refused(check, ocisim):
     check(gpu_node_count=2)
 
 
+def test_a_shared_home_must_fit_file_storages_limits_unless_the_cluster_has_it(check, ocisim, run):
+    """Issue 31, point 1: with shared_home: fss, a new file system and mount target must fit File Storage's
+    limits in the availability domain (OCI's default: two mount targets per AD)."""
+    from ansible_collections.ocigpu.cluster.plugins.modules import file_storage, network
+
+    ad = sorted(ocisim.availability_domains)[0]
+    result = check(shared_home='fss')
+    assert [(c['limit'], c['exists'], c['available']) for c in result['checks']['shared_home']] == [
+        ('file-system-count', False, 100), ('mount-target-count', False, 2)]
+    assert check()['checks']['shared_home'] == []
+    # Two other clusters hold the two mount targets of the AD: a third is refused before anything is made.
+    for other in ('o1', 'o2'):
+        net = run(network, dict(cluster_name=other, compartment_id=ocisim.compartment_id, ssh_source_cidrs=['203.0.113.0/24']))
+        run(file_storage, dict(cluster_name=other, compartment_id=ocisim.compartment_id, availability_domain=ad,
+                               subnet_id=net['network']['private_subnet_id'], allowed_cidrs=['10.0.0.0/16']))
+    result = check(fail=True, shared_home='fss')
+    assert result['problems'] == [
+        "shared_home: a new mount target needs 1 of File Storage's service limit mount-target-count in %s; OCI's "
+        "Limits service reports 0 available (2 used in the compartment): ask for a limit increase, or remove one" % ad]
+    # The cluster's own parts are adopted, not counted: with them in place the plan passes.
+    ocisim.set_limit('mount-target-count', 3)
+    net = run(network, dict(cluster_name='c1', compartment_id=ocisim.compartment_id, ssh_source_cidrs=['203.0.113.0/24']))
+    run(file_storage, dict(cluster_name='c1', compartment_id=ocisim.compartment_id, availability_domain=ad,
+                           subnet_id=net['network']['private_subnet_id'], allowed_cidrs=['10.0.0.0/16']))
+    ocisim.set_limit('mount-target-count', 2)
+    result = check(shared_home='fss')
+    assert [(c['limit'], c['exists']) for c in result['checks']['shared_home']] == [
+        ('file-system-count', True), ('mount-target-count', True)]
+
+
 def test_the_bastion_counts_against_its_core_limit(check, ocisim):
     ocisim.set_limit('standard-e5-core-count', 1)
     result = check(fail=True)
