@@ -69,11 +69,17 @@ def list_file_systems(ctx):
                       view=_summary(FS_SUMMARY))
 
 
-def update_file_system(ctx):
-    fs = owned(ctx, "file_systems", ctx.params["fileSystemId"], "file system")
-    check_display_names(ctx.body)
-    apply_tags_and_name(fs, ctx.body)
-    return get_reply(fs)
+def _updater(collection, param, what):
+    """PUT of a file system or a mount target: its display name and tags."""
+    def update(ctx):
+        res = owned(ctx, collection, ctx.params[param], what)
+        check_display_names(ctx.body)
+        apply_tags_and_name(res, ctx.body)
+        return get_reply(res)
+    return update
+
+
+update_file_system = _updater("file_systems", "fileSystemId", "file system")
 
 
 def delete_file_system(ctx):
@@ -130,11 +136,7 @@ def list_mount_targets(ctx):
                       view=_summary(MT_SUMMARY))
 
 
-def update_mount_target(ctx):
-    mt = owned(ctx, "mount_targets", ctx.params["mountTargetId"], "mount target")
-    check_display_names(ctx.body)
-    apply_tags_and_name(mt, ctx.body)
-    return get_reply(mt)
+update_mount_target = _updater("mount_targets", "mountTargetId", "mount target")
 
 
 def delete_mount_target(ctx):

@@ -107,18 +107,22 @@ class Node(object):
         (tmp / 'mounts').write_text('/dev/md0 /mnt/localdisk xfs rw 0 0\n' if self.mounted else 'proc /proc proc rw 0 0\n')
         (tmp / 'kern.log').write_text(self.kernel_log)
 
-    def check(self, *extra):
+    def run(self, args, codes=(0, 1), **env):
+        """The program as installed, with its library beside it; its JSON answer and exit status (rc)."""
         self._write()
-        tmp = self.tmp
-        proc = subprocess.run(
-            [sys.executable, PROGRAM, '--expect', str(tmp / 'expect.json'), '--nvidia-smi', str(tmp / 'nvidia-smi'),
-             '--scontrol', str(tmp / 'scontrol'), '--sysfs-root', str(tmp / 'sys'), '--mounts', str(tmp / 'mounts'),
-             '--ip', str(tmp / 'ip'), '--kernel-log', str(tmp / 'kern.log'), '--metrics', str(tmp / 'health.prom'),
-             '--json'] + list(extra),
-            capture_output=True, text=True, env=dict(os.environ, OCIGPU_HEALTH_LIB=str(self.lib)), timeout=60, check=False)
-        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        proc = subprocess.run([sys.executable, PROGRAM] + list(args) + ['--json'], capture_output=True, text=True,
+                              env=dict(os.environ, OCIGPU_HEALTH_LIB=str(self.lib), **env), timeout=90, check=False)
+        assert proc.returncode in codes, proc.stdout + proc.stderr
         out = json.loads(proc.stdout)
         out['rc'] = proc.returncode
+        return out
+
+    def check(self, *extra):
+        tmp = self.tmp
+        out = self.run(['--expect', str(tmp / 'expect.json'), '--nvidia-smi', str(tmp / 'nvidia-smi'),
+                        '--scontrol', str(tmp / 'scontrol'), '--sysfs-root', str(tmp / 'sys'), '--mounts', str(tmp / 'mounts'),
+                        '--ip', str(tmp / 'ip'), '--kernel-log', str(tmp / 'kern.log'), '--metrics', str(tmp / 'health.prom')]
+                       + list(extra))
         out['by_check'] = dict((r['check'], r) for r in out['results'])
         return out
 
@@ -274,18 +278,11 @@ class ActiveNode(Node):
                              timeout=20, env={'NCCL_IB_HCA': '=mlx5_0,mlx5_1'})
 
     def active(self, *extra, **env):
-        self._write()
         tmp = self.tmp
         (tmp / 'active.json').write_text(json.dumps(self.settings))
-        proc = subprocess.run(
-            [sys.executable, PROGRAM, '--active', '--expect', str(tmp / 'expect.json'), '--scontrol', str(tmp / 'scontrol'),
-             '--active-settings', str(tmp / 'active.json'), '--active-metrics', str(tmp / 'nccl-active.prom'), '--json']
-            + list(extra),
-            capture_output=True, text=True, env=dict(os.environ, OCIGPU_HEALTH_LIB=str(self.lib), **env), timeout=90,
-            check=False)
-        assert proc.returncode in (0, 1, 2), proc.stdout + proc.stderr
-        out = json.loads(proc.stdout)
-        out['rc'] = proc.returncode
+        out = self.run(['--active', '--expect', str(tmp / 'expect.json'), '--scontrol', str(tmp / 'scontrol'),
+                        '--active-settings', str(tmp / 'active.json'), '--active-metrics', str(tmp / 'nccl-active.prom')]
+                       + list(extra), codes=(0, 1, 2), **env)
         out['result'] = out['results'][0]
         return out
 
