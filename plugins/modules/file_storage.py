@@ -21,8 +21,10 @@ description:
     requires, and each is waited for until it is gone. A file system's data is lost with it.
   - Tags and the export's client options change in place. A mount target in another subnet, or an export
     under another path, fails with a message saying so before anything changes.
-  - One module rather than three, because the parts are only ever used together and must be made and
-    deleted in one order; neither ansible-core nor a well-kept collection used here manages FSS.
+  - Why a module of its own - ansible-core has none for OCI, and oracle.oci (not a dependency of this collection)
+    has one module per part, which a playbook would have to order and find again by OCID. This one finds
+    the parts by the cluster's tag as the collection's other resource modules do, and makes and deletes
+    them in the one order OCI takes.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
   - ocigpu.cluster.oci.ATTRIBUTES
