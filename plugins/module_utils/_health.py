@@ -340,7 +340,7 @@ _FIELD_RE = re.compile(r'(?:^|\s)(\w+)=(\S*)')
 
 
 def parse_slurm_nodes(text):
-    """Nodes of `scontrol show node --oneliner`: [{name, addr, state, reason, gres}], reason '' when none,
+    """Nodes of `scontrol show node --oneliner`: [{name, addr, state, reason, gres, partitions}], reason '' when none,
     without its `[user@time]` suffix (a reason may hold spaces, so it is read to that suffix)."""
     nodes = []
     for line in (text or '').splitlines():
@@ -352,7 +352,8 @@ def parse_slurm_nodes(text):
             reason = line.split(' Reason=', 1)[1]
             reason = reason.rsplit(' [', 1)[0] if ' [' in reason else _FIELD_RE.split(reason, 1)[0]
         nodes.append(dict(name=fields['NodeName'], addr=fields.get('NodeAddr') or fields['NodeName'],
-                          state=fields.get('State', ''), reason=reason.strip(), gres=fields.get('Gres', '')))
+                          state=fields.get('State', ''), reason=reason.strip(), gres=fields.get('Gres', ''),
+                          partitions=fields.get('Partitions', '')))
     return nodes
 
 

@@ -28,8 +28,9 @@ if tool == 'squeue':
         print('%%s %%s' %% (job_id, job['state']))
 elif tool == 'scontrol':
     for name, (state, gres, reason) in sorted(slurm['nodes'].items()):
-        print('NodeName=%%s Arch=x86_64 Gres=%%s NodeAddr=%%s State=%%s ThreadsPerCore=2%%s' %% (
-            name, gres, name, state, (' Reason=%%s [root@2026-11-27T10:00:00]' %% reason) if reason else ''))
+        print('NodeName=%%s Arch=x86_64 Gres=%%s NodeAddr=%%s Partitions=%%s State=%%s ThreadsPerCore=2%%s' %% (
+            name, gres, name, 'gpu,debug' if name.startswith('gpu') else 'od', state,
+            (' Reason=%%s [root@2026-11-27T10:00:00]' %% reason) if reason else ''))
 elif tool == 'sbatch':
     slurm['next'] += 1
     node = [a for a in args if a.startswith('--nodelist=')][0].split('=', 1)[1]
@@ -104,7 +105,7 @@ def test_only_idle_powered_up_nodes_are_checked_each_alone_with_all_its_gpus(slu
     assert [[a for a in c if a.startswith('--nodelist=')][0] for c in calls] == ['--nodelist=gpu-1', '--nodelist=od-2']
     gpu1 = calls[0]
     for want in ('--exclusive', '--nodes=1', '--gres=gpu:8', '--job-name=ocigpu-active-check', '--export=NONE',
-                 '--time=15', '--nice=10000'):
+                 '--time=15', '--nice=10000', '--partition=gpu,debug'):
         assert want in gpu1, gpu1
     assert gpu1[-2:] == ['--wrap', 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin '
                                    'exec /usr/local/sbin/ocigpu-healthcheck --active --node gpu-1']

@@ -46,7 +46,7 @@ def test_read_returns_state_reason_and_busy(tmp_path, capsys):
     out = call(slurm, capsys)
     assert out['changed'] is False and out['action'] is None and out['slurm'] is True
     assert out['node'] == dict(name='gpu-1', addr='10.0.2.7', state='MIXED+DRAIN', reason='bad DIMM, ticket 4711',
-                               gres='', busy=True, drained=True)
+                               gres='', partitions='gpu', busy=True, drained=True)
     assert call(slurm, capsys, name='gpu-9')['node'] is None
 
 
