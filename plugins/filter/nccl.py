@@ -56,10 +56,10 @@ def nccl_parse(text):
     return parse_output(text)
 
 
-def nccl_gate(text, threshold_gbps=None, args='', expected_ranks=None, rc=None):
+def nccl_gate(text, threshold_gbps=None, args='', expected_ranks=None, rc=None, timeout=None):
     """One run judged by the validation report's rules (_nccl.judge): the verdict, its reasons as one
     line, the largest size as size_bytes and the output's error lines."""
-    return judge(text, threshold_gbps=threshold_gbps, args=args, expected_ranks=expected_ranks, rc=rc)
+    return judge(text, threshold_gbps=threshold_gbps, args=args, expected_ranks=expected_ranks, rc=rc, timeout=timeout)
 
 
 def nccl_active_metrics(verdict, now):

@@ -274,15 +274,19 @@ def gate(parsed, threshold_gbps=None, expected_max_bytes=None, expected_ranks=No
     }
 
 
-def judge(text, threshold_gbps=None, args='', expected_ranks=None, rc=None):
+def judge(text, threshold_gbps=None, args='', expected_ranks=None, rc=None, timeout=None):
     """One run's output judged by ``gate``: the verdict, its reasons as one line (``reason``), the largest
-    size as ``size_bytes`` and the output's error lines. A run stopped by timeout(1) (exit status 124,
-    or 137 after its KILL) is not judged on its output."""
+    size as ``size_bytes`` and the output's error lines. With ``timeout`` (the seconds the run was given
+    under timeout(1)), a run stopped there (exit status 124, or 137 after its KILL) fails with that one
+    reason, whatever it printed."""
     parsed = parse_output(text)
     verdict = gate(parsed, threshold_gbps=threshold_gbps,
                    expected_max_bytes=expected_largest_size(args) if args else None,
                    expected_ranks=expected_ranks, rc=rc)
     verdict.update(reason='; '.join(verdict['reasons']), size_bytes=verdict['largest_size'], errors=parsed['errors'])
+    if timeout is not None and rc in (124, 137):
+        why = 'did not finish within %d s' % int(timeout)
+        verdict.update(passed=False, reasons=[why], reason=why)
     return verdict
 
 

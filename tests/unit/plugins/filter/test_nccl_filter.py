@@ -62,3 +62,10 @@ def test_nccl_gate_judges_one_run_by_the_report_rules():
     assert crashed['reason'] == (
         'exit status 139; no result rows in the output (the run did not complete); error: Segmentation fault')
     assert crashed['errors'] == ['Segmentation fault'] and crashed['busbw_gbps'] is None and crashed['size_bytes'] is None
+    # A run stopped by timeout(1): that one reason, whatever it printed; without timeout, only its exit status.
+    for rc in (124, 137):
+        hung = gate(text, threshold_gbps=352, args='-b 1G -e 16G -f 2', expected_ranks=4, rc=rc, timeout=300)
+        assert not hung['passed'] and hung['reasons'] == ['did not finish within 300 s']
+        assert hung['reason'] == 'did not finish within 300 s'
+    assert gate(text, threshold_gbps=352, rc=124)['reasons'] == ['exit status 124']
+    assert gate(text, threshold_gbps=352, args='-b 1G -e 16G -f 2', expected_ranks=4, rc=0, timeout=300)['passed']
