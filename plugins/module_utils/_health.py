@@ -22,6 +22,7 @@ import json
 import os
 import re
 import subprocess  # nosec: fixed argument lists, no shell
+import tempfile
 
 XID_RE = re.compile(r'NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)')
 RATE_RE = re.compile(r'^\s*(?P<gbps>\d+(?:\.\d+)?)\s*Gb/sec')
@@ -79,6 +80,18 @@ def read_text(path):
             return handle.read().strip()
     except (IOError, OSError):
         return None
+
+
+def write_text(path, text, mode=0o644):
+    """Write a file whole or not at all, as a reader sees it (its folder made when missing): the node
+    programs' metrics for the exporter, and the sweep's state."""
+    folder = os.path.dirname(path) or '.'
+    os.makedirs(folder, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=folder, prefix='.' + os.path.basename(path))
+    with os.fdopen(handle, 'w') as out:
+        out.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
 
 
 def read_ib_ports(sysfs_root=IB_SYSFS):
