@@ -43,12 +43,9 @@ from __future__ import annotations
 import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import log
+from ansible_collections.ocigpu.cluster.plugins.module_utils._health import ACTIVE_DRAIN_PREFIX, DRAIN_PREFIX
 from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import write_text
 
-HEALTH_PREFIX = 'ocigpu-health:'
-# The active NCCL check's drain when a node fell short (validate.yml --tags health, or the periodic
-# check through Slurm): its check is called nccl_active.
-ACTIVE_PREFIX = 'ocigpu-nccl: all_reduce'
 HEAL_PREFIX = 'ocigpu-heal:'
 DEFAULTS = dict(enabled=False, checks=['gpu_count', 'xid', 'rdma_links', 'nvme_scratch', 'nccl_active'], max_at_once=1,
                 max_per_hour=4, min_in_service_share=0.5, max_failures=2, failure_window=3600, poll_interval=10,
@@ -64,11 +61,11 @@ def settings(config):
 def hardware_checks(reason, checks):
     """The checks of a health-check drain reason ('ocigpu-health: gpu_count 7 of 8; xid 79') among checks;
     an active check's ('ocigpu-nccl: all_reduce busbw ... below the threshold ...') is nccl_active."""
-    if reason.startswith(ACTIVE_PREFIX):
+    if reason.startswith(ACTIVE_DRAIN_PREFIX):
         return ['nccl_active'] if 'nccl_active' in checks else []
-    if not reason.startswith(HEALTH_PREFIX):
+    if not reason.startswith(DRAIN_PREFIX):
         return []
-    named = [part.strip().split(' ')[0] for part in reason[len(HEALTH_PREFIX):].split(';') if part.strip()]
+    named = [part.strip().split(' ')[0] for part in reason[len(DRAIN_PREFIX):].split(';') if part.strip()]
     return [c for c in named if c in checks]
 
 

@@ -310,6 +310,9 @@ def evaluate(node, expect, observed):
 
 
 DRAIN_PREFIX = 'ocigpu-health:'
+# The active NCCL check's drain of a node that fell short (the nccl_tests role's, and
+# `ocigpu-healthcheck --active`'s): the self-healing loop reads it as the check nccl_active.
+ACTIVE_DRAIN_PREFIX = 'ocigpu-nccl: all_reduce'
 REASON_MAX = 200
 
 

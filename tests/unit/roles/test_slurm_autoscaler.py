@@ -169,6 +169,11 @@ def test_installed_program_runs_from_the_module_utils_copy(ocisim, tmp_path, mon
     status = json.loads(proc.stdout)
     assert [(s['id'], s['nodes'], s['lifecycle_state']) for s in status] == [(seeded['id'], 'gpu-[1-2]', 'RUNNING')]
     assert 'status' in (tmp_path / 'log' / 'autoscaler.log').read_text()
+    # The service (and its self-healing loop) imports from the copy alone too: `status` does not load it.
+    proc = subprocess.run([sys.executable, '-c', 'import sys; sys.path.insert(0, sys.argv[1]); from ansible_collections.'
+                           'ocigpu.cluster.plugins.module_utils import _autoscale_service', str(lib)],
+                          env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
 
     # The suspend program (the same template) terminates it; the waiter polls on the simulator clock,
     # so the subprocess is run in-process through the same entry point the template calls.
