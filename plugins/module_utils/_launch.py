@@ -224,9 +224,7 @@ class LaunchSpec(object):
             raise InputError('boot_volume_size_gb: %s is outside %d..%d' % (boot, MIN_BOOT_GB, MAX_BOOT_GB))
         self.boot_gb = boot
         self.user_data = self._user_data()
-        label = params.get('hostname_label')
-        if label and not re.match(r'^[a-zA-Z][a-zA-Z0-9-]{0,62}$', label):
-            raise InputError('hostname_label: %r must be letters, digits and hyphens, starting with a letter' % label)
+        check_hostname_label(params.get('hostname_label'))
         self.image_id = None
 
     def _user_data(self):
@@ -372,6 +370,12 @@ def instance_tags(session, compartment_id, instance_ids):
         return {}
     return dict((i.id, dict(i.freeform_tags or {})) for i in session.list_all(session.compute.list_instances, compartment_id)
                 if i.id in wanted)
+
+
+def check_hostname_label(label):
+    """A VNIC's or a mount target's DNS label in its subnet: 1 to 63 letters, digits and hyphens, a letter first."""
+    if label and not re.match(r'^[a-zA-Z][a-zA-Z0-9-]{0,62}$', label):
+        raise InputError('hostname_label: %r must be letters, digits and hyphens, starting with a letter' % label)
 
 
 def label_instance(session, instance_id, display_name=None, freeform_tags=None):

@@ -120,7 +120,7 @@ last_wait:
 import ipaddress
 import re
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _resource
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _resource
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     InputError, OCIModule, attr, compare, current_with_tags, is_live, pick_tagged)
 
@@ -132,7 +132,6 @@ except ImportError:
     pass  # OCIModule reports the missing library
 
 EXPORT_PATH = re.compile(r'^/[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*$')
-HOSTNAME_LABEL = re.compile(r'^[A-Za-z][A-Za-z0-9-]{0,62}$')
 TAGS = ('freeform_tags', 'defined_tags')
 
 
@@ -143,12 +142,16 @@ class FileStorage(OCIModule):
         return self.params['display_name'] or '%s-home' % self.cluster_name
 
     @property
+    def mt_name(self):
+        return self.name + '-mt'
+
+    @property
     def fss(self):
         return self.session.file_storage
 
     def validate(self):
         p = self.params
-        _resource.check_display_names('display_name' if p['display_name'] else 'cluster_name', [self.name, self.name + '-mt'])
+        _resource.check_display_names('display_name' if p['display_name'] else 'cluster_name', [self.name, self.mt_name])
         if p['state'] == 'absent':
             if not p['availability_domain']:
                 raise InputError('availability_domain: required (the parts are found in it)')
@@ -159,9 +162,7 @@ class FileStorage(OCIModule):
         if not EXPORT_PATH.match(p['export_path']) or len(p['export_path']) > 1024:
             raise InputError("export_path: %r is not an export path (it starts with '/' and has no empty or trailing "
                              "element, for example /home)" % p['export_path'])
-        if p['hostname_label'] and not HOSTNAME_LABEL.match(p['hostname_label']):
-            raise InputError('hostname_label: %r is not a DNS label (1 to 63 letters, digits and dashes, starting '
-                             'with a letter)' % p['hostname_label'])
+        _launch.check_hostname_label(p['hostname_label'])
         for cidr in p['allowed_cidrs']:
             try:
                 ipaddress.ip_network(cidr)
@@ -174,8 +175,7 @@ class FileStorage(OCIModule):
         fs = pick_tagged(self.session.list_all(self.fss.list_file_systems, p['compartment_id'], p['availability_domain'],
                                                display_name=self.name), self.name, self.cluster_name, 'file system')
         mt = pick_tagged(self.session.list_all(self.fss.list_mount_targets, p['compartment_id'], p['availability_domain'],
-                                               display_name=self.name + '-mt'),
-                         self.name + '-mt', self.cluster_name, 'mount target')
+                                               display_name=self.mt_name), self.mt_name, self.cluster_name, 'mount target')
         export = None
         if fs is not None and mt is not None:
             exports = [e for e in self.session.list_all(self.fss.list_exports, export_set_id=mt.export_set_id,
@@ -220,18 +220,18 @@ class FileStorage(OCIModule):
             raise InputError('export_path: the file system is exported as %s; OCI cannot change an export\'s path. '
                              'Delete the shared file system (state=absent) and run again, or keep the old path.'
                              % export.path)
-        fs = self.ensure_tags(fs, 'file system', self.create_file_system, self.fss.update_file_system,
+        fs = self.ensure_tags(fs, 'file system', self.name, self.create_file_system, self.fss.update_file_system,
                               UpdateFileSystemDetails, self.fss.get_file_system)
-        mt = self.ensure_tags(mt, 'mount target', self.create_mount_target, self.fss.update_mount_target,
+        mt = self.ensure_tags(mt, 'mount target', self.mt_name, self.create_mount_target, self.fss.update_mount_target,
                               UpdateMountTargetDetails, self.fss.get_mount_target)
         export = self.ensure_export(fs, mt, export)
         return dict(file_storage=self.describe(fs, mt, export))
 
-    def ensure_tags(self, res, what, create, update_fn, update_cls, get_fn):
+    def ensure_tags(self, res, what, name, create, update_fn, update_cls, get_fn):
         want = self.tags_wanted()
         if res is None:
             self.changed = True
-            self.diff['after'][what] = dict(want, display_name=self.name if what == 'file system' else self.name + '-mt')
+            self.diff['after'][what] = dict(want, display_name=name)
             return None if self.check_mode else create()
         have = current_with_tags(res, want)
         changes, _blocked = compare(want, have, TAGS)
@@ -262,7 +262,7 @@ class FileStorage(OCIModule):
     def create_mount_target(self):
         p = self.params
         details = CreateMountTargetDetails(compartment_id=p['compartment_id'], availability_domain=p['availability_domain'],
-                                           subnet_id=p['subnet_id'], display_name=self.name + '-mt',
+                                           subnet_id=p['subnet_id'], display_name=self.mt_name,
                                            hostname_label=p['hostname_label'] or None, freeform_tags=self.tags(),
                                            defined_tags=p['defined_tags'] or None)
         return self.wait_active(self.fss.get_mount_target, self.session.create(self.fss.create_mount_target, details).data,
@@ -327,7 +327,7 @@ class FileStorage(OCIModule):
         return dict(
             file_system=dict(id=attr(fs, 'id'), display_name=self.name, availability_domain=self.params['availability_domain'],
                              lifecycle_state=attr(fs, 'lifecycle_state'), freeform_tags=attr(fs, 'freeform_tags') or self.tags()),
-            mount_target=dict(id=attr(mt, 'id'), display_name=self.name + '-mt', subnet_id=attr(mt, 'subnet_id') or self.params['subnet_id'],
+            mount_target=dict(id=attr(mt, 'id'), display_name=self.mt_name, subnet_id=attr(mt, 'subnet_id') or self.params['subnet_id'],
                               export_set_id=attr(mt, 'export_set_id'), ip_address=ip,
                               lifecycle_state=attr(mt, 'lifecycle_state')),
             export=dict(id=attr(export, 'id'), path=path,
