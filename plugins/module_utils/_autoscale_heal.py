@@ -43,8 +43,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import log
-from ansible_collections.ocigpu.cluster.plugins.module_utils._health import ACTIVE_DRAIN_PREFIX, DRAIN_PREFIX
-from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import write_text
+from ansible_collections.ocigpu.cluster.plugins.module_utils._health import ACTIVE_DRAIN_PREFIX, DRAIN_PREFIX, write_text
 
 HEAL_PREFIX = 'ocigpu-heal:'
 DEFAULTS = dict(enabled=False, checks=['gpu_count', 'xid', 'rdma_links', 'nvme_scratch', 'nccl_active'], max_at_once=1,

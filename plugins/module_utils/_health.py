@@ -84,14 +84,18 @@ def read_text(path):
 
 def write_text(path, text, mode=0o644):
     """Write a file whole or not at all, as a reader sees it (its folder made when missing): the node
-    programs' metrics for the exporter, and the sweep's state."""
+    programs' metrics and the sweep's state, the self-healing loop's metrics, topology.conf's places."""
     folder = os.path.dirname(path) or '.'
     os.makedirs(folder, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=folder, prefix='.' + os.path.basename(path))
-    with os.fdopen(handle, 'w') as out:
-        out.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(handle, 'w', encoding='utf-8') as out:
+            out.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def read_ib_ports(sysfs_root=IB_SYSFS):

@@ -12,10 +12,9 @@ nodes it brought up (``add_places``). ``pairs_by_block`` pairs nodes for two-nod
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _health
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist
 
 PLACE_KEYS = ('hpc_island_id', 'network_block_id', 'local_block_id')
@@ -133,16 +132,7 @@ def write_text(path, text, atomic=True):
         with open(path, 'w', encoding='utf-8') as handle:
             handle.write(text)
         return
-    folder = os.path.dirname(path) or '.'
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix='.' + os.path.basename(path))
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    _health.write_text(path, text)
 
 
 def add_places(conf, inputs, places, found):
