@@ -30,9 +30,9 @@ description:
     interface that NetworkManager manages, C(firewall-cmd --permanent) sets the zone of its
     NetworkManager connection.
   - Fails before changing anything when an entry is not valid, a zone does not exist, or a service
-    to add is not known to firewalld; fails with the message of C(firewall-cmd) when firewalld is
-    not running or a command fails (partial failures too, which C(firewall-cmd) reports with exit
-    status 0 and a warning).
+    to add is not known to firewalld; fails with the message of C(firewall-cmd) when a command fails
+    (partial failures too, which C(firewall-cmd) reports with exit status 0 and a warning), or when
+    firewalld is not running, unless O(offline=true).
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 attributes:
@@ -94,9 +94,20 @@ options:
           - Sources and interfaces are never removed; NetworkManager binds interfaces to zones.
         type: bool
         default: false
+  offline:
+    description:
+      - When firewalld is not running, read and change its permanent configuration with
+        C(firewall-offline-cmd) (which firewalld loads when it starts; the same options, without
+        C(--permanent), and C(--remove-service-from-zone) for C(--remove-service)) instead of failing, as
+        M(ansible.posix.firewalld)'s option of the same name does. The result's RV(running) is then
+        false and every change is C((permanent only)).
+      - This brings the zones to their state before firewalld's first start, so that it never runs
+        on its default zones.
+    type: bool
+    default: false
 notes:
-  - Needs C(firewall-cmd) and a running firewalld; on a host where it is not running (check mode
-    before the daemon was ever started) there is nothing to read, and the module fails.
+  - Needs C(firewall-cmd), and a running firewalld unless O(offline=true) (then also
+    C(firewall-offline-cmd), which firewalld ships).
 seealso:
   - module: ansible.posix.firewalld
 """
@@ -138,6 +149,11 @@ default_zone:
   returned: success
   type: str
   sample: public
+running:
+  description: Whether firewalld was running; false only with O(offline=true), when only the permanent configuration was read and changed.
+  returned: success
+  type: bool
+  sample: true
 """
 
 import ipaddress
@@ -215,27 +231,65 @@ def _parse_zones(text):
     return zones, default
 
 
-class _FirewallCmd(object):
-    """firewall-cmd through AnsibleModule.run_command; a failed command fails the module."""
+class _NotRunning(Exception):
+    pass
 
-    def __init__(self, module):
+
+class _FirewallCmd(object):
+    """firewall-cmd through AnsibleModule.run_command; a failed command fails the module.
+
+    offline=True: once firewall-cmd says that firewalld is not running, the permanent configuration
+    is read and changed with firewall-offline-cmd (the same options, without --permanent), and the
+    runtime one is not there (modes holds 'permanent' alone)."""
+
+    def __init__(self, module, offline=False):
         self.module = module
         self.path = module.get_bin_path('firewall-cmd')
         if not self.path:
             module.fail_json(msg='firewall-cmd not found: is firewalld installed?', changes=[])
+        self.offline_allowed = offline
+        self.offline_path = None  # set once firewalld is found not running (offline=True)
+        self.modes = _MODES
         self.applied = []  # the steps applied so far, for the failure's changes
 
+    def _go_offline(self):
+        self.offline_path = self.module.get_bin_path('firewall-offline-cmd')
+        if not self.offline_path:
+            self.module.fail_json(msg='firewalld is not running and firewall-offline-cmd was not found', changes=[])
+        self.modes = ('permanent',)
+
     def run(self, args, permanent=False):
-        argv = [self.path] + (['--permanent'] if permanent else []) + args
+        if self.offline_path:
+            # firewall-offline-cmd reads --remove-service as lokkit's (from the default zone), and
+            # refuses it beside --zone.
+            argv = [self.offline_path] + [a.replace('--remove-service=', '--remove-service-from-zone=', 1) for a in args]
+        else:
+            argv = [self.path] + (['--permanent'] if permanent else []) + args
         rc, out, err = self.module.run_command(argv, environ_update=_ENV)
         if rc != 0 or _PROBLEM.search(err or ''):
             command = ' '.join(argv[1:])
             if rc == 252 or 'FirewallD is not running' in err + out:  # 252: NOT_RUNNING
+                if self.offline_allowed and not self.offline_path and not self.applied:
+                    raise _NotRunning()
                 msg = 'firewalld is not running (firewall-cmd %s: %s)' % (command, (err or out).strip())
             else:
-                msg = 'firewall-cmd %s failed (rc=%d): %s' % (command, rc, (err or out).strip())
+                msg = '%s %s failed (rc=%d): %s' % (argv[0].rsplit('/', 1)[-1], command, rc, (err or out).strip())
             self.module.fail_json(msg=msg, rc=rc, stdout=out, stderr=err, cmd=argv, changes=_describe(self.applied))
         return out
+
+    def read(self):
+        """({mode: zones}, the default zone), from firewalld or, offline, from its permanent files."""
+        try:
+            return self._read()
+        except _NotRunning:
+            self._go_offline()
+            return self._read()
+
+    def _read(self):
+        state = {}
+        for mode in self.modes:
+            state[mode], default = self.zones(mode)  # the runtime's default zone is kept, read last
+        return state, default
 
     def zones(self, mode):
         return _parse_zones(self.run(['--list-all-zones'], permanent=mode == 'permanent'))
@@ -367,11 +421,11 @@ def _owners(zones):
     return owners
 
 
-def _plan(declared, state):
-    """(steps for both configurations, {mode: {zone: state after}})."""
+def _plan(declared, state, modes=_MODES):
+    """(steps for the configurations of modes, {mode: {zone: state after}})."""
     names = [z['name'] for z in declared]
     steps, after = [], {}
-    for mode in _MODES:
+    for mode in modes:
         owners = _owners(state[mode])
         after[mode] = dict(state[mode])
         planned = []
@@ -424,13 +478,13 @@ def _view(zones, declared, default):
                           for z in declared)}
 
 
-def _missing_zones(names, state):
+def _missing_zones(names, state, modes=_MODES):
     problems = []
     for name in _unique(names):
-        where = [mode for mode in _MODES if name in state[mode]]
+        where = [mode for mode in modes if name in state[mode]]
         if not where:
             problems.append('zone %s does not exist' % name)
-        elif where == ['permanent']:
+        elif where == ['permanent'] and len(modes) > 1:
             problems.append('zone %s exists in the permanent configuration only: reload firewalld first' % name)
     return problems
 
@@ -439,7 +493,7 @@ def _unknown_services(cmd, steps):
     """An unknown service fails firewall-cmd halfway through (with exit status 0 when others are
     added with it): ask firewalld which services it knows, only where there are services to add."""
     problems = []
-    for mode in _MODES:
+    for mode in cmd.modes:
         adding = set(e for step in steps if step.mode == mode and step.verb == 'add' and step.kind == 'services'
                      for e in step.entries)
         unknown = sorted(adding - cmd.services(mode)) if adding else []
@@ -461,6 +515,7 @@ def main():
                 ports=dict(type='list', elements='str'),
                 exclusive=dict(type='bool', default=False),
             )),
+            offline=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -471,15 +526,13 @@ def main():
     if problems:
         module.fail_json(msg='; '.join(problems), changes=[])
 
-    cmd = _FirewallCmd(module)
-    state = {}
-    for mode in _MODES:
-        state[mode], current_default = cmd.zones(mode)  # the runtime's default zone is kept, read last
+    cmd = _FirewallCmd(module, offline=module.params['offline'])
+    state, current_default = cmd.read()
 
-    problems = _missing_zones([z['name'] for z in declared] + ([default_zone] if default_zone else []), state)
+    problems = _missing_zones([z['name'] for z in declared] + ([default_zone] if default_zone else []), state, cmd.modes)
     if problems:
         module.fail_json(msg='; '.join(problems), changes=[])
-    steps, after = _plan(declared, state)
+    steps, after = _plan(declared, state, cmd.modes)
     problems = _unknown_services(cmd, steps)
     if problems:
         module.fail_json(msg='; '.join(problems), changes=[])
@@ -495,11 +548,12 @@ def main():
             cmd.run(['--set-default-zone=' + default_zone])
 
     final_default = default_zone if set_default else current_default
-    result = dict(changed=bool(changes), changes=changes, default_zone=final_default)
+    result = dict(changed=bool(changes), changes=changes, default_zone=final_default,
+                  running=cmd.offline_path is None)
     if module._diff:
         result['diff'] = dict(
-            before=dict((mode, _view(state[mode], declared, current_default)) for mode in _MODES),
-            after=dict((mode, _view(after[mode], declared, final_default)) for mode in _MODES))
+            before=dict((mode, _view(state[mode], declared, current_default)) for mode in cmd.modes),
+            after=dict((mode, _view(after[mode], declared, final_default)) for mode in cmd.modes))
     module.exit_json(**result)
 
 

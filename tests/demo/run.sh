@@ -236,6 +236,10 @@ probe() {
   printf '   from %-15s to %-15s port %-5s %s\n' "$1" "$2" "$3" "$how"
   echo "$how" > "$work/probe.last"
 }
+# The firewall re-applied alone (--tags firewall, every task run): the other roles' ports stay open,
+# which the probes below check.
+run_playbook "configure --tags firewall (the firewall alone)" "$work/configure-firewall.log" -i "$work/demo.gpu_nodes.yml" \
+  playbooks/configure.yml --tags firewall -e configure_skip_unchanged=false -e "@$work/standin-vars.yml"
 # A listener on a port that nothing declared, on node 1 (a stray service on a real node).
 ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.command \
   -a 'systemd-run --unit demo-stray python3 -m http.server 8080' > "$work/stray.log"

@@ -56,14 +56,21 @@ class Firewalld(object):
 
     # -- AnsibleModule stand-ins
     def bin(self, name):
-        assert name == 'firewall-cmd'
-        return '/usr/bin/firewall-cmd' if self.installed else None
+        assert name in ('firewall-cmd', 'firewall-offline-cmd')
+        return '/usr/bin/' + name if self.installed else None
 
     def run(self, argv):
         self.calls.append(list(argv))
-        assert argv[0] == '/usr/bin/firewall-cmd'
-        if not self.running:
-            return 252, '', 'FirewallD is not running\n'
+        if argv[0] == '/usr/bin/firewall-offline-cmd':  # firewalld's files: the permanent configuration
+            assert not self.running and '--permanent' not in argv, argv
+            # Its --remove-service is lokkit's, refused beside --zone (the real one's message).
+            if any(a.startswith('--remove-service=') for a in argv) and any(a.startswith('--zone=') for a in argv):
+                return 2, '', "usage: see firewall-offline-cmd man page\nCan't use lokkit options with other options.\n"
+            argv = [argv[0], '--permanent'] + [a.replace('--remove-service-from-zone=', '--remove-service=') for a in argv[1:]]
+        else:
+            assert argv[0] == '/usr/bin/firewall-cmd'
+            if not self.running:
+                return 252, '', 'FirewallD is not running\n'
         for prefix, failure in self.fail.items():
             if any(arg.startswith(prefix) for arg in argv):
                 return failure[0], '', failure[1]
@@ -465,6 +472,44 @@ def test_firewalld_not_running(monkeypatch, capsys):
     assert result['msg'] == ('firewalld is not running (firewall-cmd --permanent --list-all-zones: '
                              'FirewallD is not running)')
     assert result['rc'] == 252 and len(fw.calls) == 1
+
+
+def test_offline_changes_the_permanent_configuration_before_the_first_start(monkeypatch, capsys):
+    fw = Firewalld(running=False)
+    runtime = copy.deepcopy(fw.config['runtime'])
+    result = _run(fw, monkeypatch, capsys, zones=CLUSTER, offline=True)
+    assert result['changed'] is True and result['running'] is False
+    assert result['changes'] == [line + ' (permanent only)' for line in FIRST_CHANGES]
+    # One try with firewall-cmd, then firewalld's files alone.
+    assert fw.commands()[0] == '--permanent --list-all-zones'
+    assert all(c[0] == '/usr/bin/firewall-offline-cmd' for c in fw.calls[1:])
+    assert fw.commands()[1:] == ['--list-all-zones', '--zone=trusted --change-source=10.0.0.0/16 --change-source=192.168.128.0/22',
+                                 '--zone=public --remove-service-from-zone=dhcpv6-client',
+                                 '--zone=public --add-port=6817/tcp --add-port=6818/tcp --add-port=60001-63000/tcp']
+    assert sorted(fw.zone('trusted')['sources']) == ['10.0.0.0/16', '192.168.128.0/22']
+    assert fw.config['runtime'] == runtime
+    # What firewalld loads when it starts: the permanent configuration.
+    fw.running = True
+    fw.config['runtime'] = copy.deepcopy(fw.config['permanent'])
+    fw.calls = []
+    again = _run(fw, monkeypatch, capsys, zones=CLUSTER, offline=True)
+    assert again['changed'] is False and again['running'] is True and fw.mutations() == []
+
+
+def test_offline_reads_without_changing_in_check_mode(monkeypatch, capsys):
+    fw = Firewalld(running=False)
+    result = _run(fw, monkeypatch, capsys, check=True, diff=True, zones=CLUSTER, default_zone='trusted', offline=True)
+    assert result['changes'][-1] == 'default zone: trusted (was public)'
+    assert list(result['diff']['before']) == ['permanent'] and fw.mutations() == []
+
+
+def test_offline_without_firewall_offline_cmd(monkeypatch, capsys):
+    fw = Firewalld(running=False)
+    real_bin = fw.bin
+    monkeypatch.setattr(fw, 'bin', lambda name: None if name == 'firewall-offline-cmd' else real_bin(name))
+    result = _run(fw, monkeypatch, capsys, fail=True, zones=CLUSTER, offline=True)
+    assert result['msg'] == 'firewalld is not running and firewall-offline-cmd was not found'
+    assert fw.mutations() == []
 
 
 def test_without_firewall_cmd(fw, monkeypatch, capsys):
