@@ -128,10 +128,19 @@ def test_every_role_of_configure_is_included_from_data_and_declares_what_it_mana
         assert isinstance(manages, dict) and manages, f"roles/{name}/vars/main.yml declares no __{name}_manages"
         tasks_text = "".join(p.read_text() for p in (roles_dir / name / "tasks").glob("*.yml"))
         assert f"__{name}_manages" in tasks_text, f"{name}: its tasks do not read __{name}_manages"
+        # Ports for the firewall role are declared there too; a <role>_firewall_ports default is the
+        # user's setting of what the declaration holds.
+        defaults = _load(roles_dir / name / "defaults" / "main.yml") or {}
+        if f"{name}_firewall_ports" in defaults:
+            assert f"{name}_firewall_ports" in str(manages.get("firewall_ports")), \
+                f"{name}: {name}_firewall_ports is not what __{name}_manages.firewall_ports declares"
         # Each role's tasks carry its name as a tag, so --tags <role> selects them.
         main = _load(roles_dir / name / "tasks" / "main.yml")
         untagged = [t.get("name") for t in main if name not in (t.get("tags") or [])]
         assert not untagged, f"roles/{name}/tasks/main.yml: tasks without the tag {name}: {untagged}"
+    firewall = (roles_dir / "firewall" / "tasks" / "enabled.yml").read_text()
+    assert "'^__.+_manages$'" in firewall and "_firewall_ports$" not in firewall, \
+        "the firewall opens the ports of the declarations, not of variables found by their names"
     checks = [task for task in play["pre_tasks"] if "ansible.builtin.validate_argument_spec" in task]
     assert len(checks) == 1 and checks[0]["loop"] == "{{ _ocigpu_roles_run }}", "one argument check for the roles that run"
     assert checks[0]["tags"] == "always"

@@ -162,12 +162,14 @@ def test_the_program_runs_as_the_service_does(sysfs):
 
 
 def test_role_declares_its_port_and_starts_the_program_it_installs():
-    """The firewall role opens every <role>_firewall_ports list; the unit runs what the role copies."""
+    """The firewall role opens the firewall_ports of each declaration; the unit runs what the role copies."""
     import jinja2
     import yaml
     role = ROOT / 'roles' / 'rdma_exporter'
     defaults = yaml.safe_load((role / 'defaults' / 'main.yml').read_text())
     assert defaults['rdma_exporter_firewall_ports'] == ['{{ rdma_exporter_port }}/tcp']
+    declaration = yaml.safe_load((role / 'vars' / 'main.yml').read_text())['__rdma_exporter_manages']
+    assert declaration['firewall_ports'] == '{{ rdma_exporter_firewall_ports }}'
     unit = jinja2.Template((role / 'templates' / 'rdma-exporter.service.j2').read_text()).render(
         dict(defaults, ansible_managed='managed', rdma_exporter_port=9999))
     execs = [line for line in unit.splitlines() if line.startswith('ExecStart=')]
