@@ -157,6 +157,20 @@ def test_resize_grows_shrinks_by_chosen_nodes_and_replaces_a_node(simulator, tmp
     assert everything(simulator) == dict(instances=[], cluster_networks=[], instance_configurations=[], vcns=[])
 
 
+def _find_shared_home(tmp_path):
+    """A play that runs configure.yml's lookup of the shared home (playbooks/tasks/shared_home_source.yml)
+    as its first play does, and prints what it found."""
+    path = tmp_path / 'find_shared_home.yml'
+    path.write_text(
+        '- hosts: localhost\n  connection: local\n  gather_facts: false\n'
+        '  vars_files: [%s]\n  tasks:\n'
+        '    - ansible.builtin.import_tasks: %s\n'
+        '    - ansible.builtin.debug:\n        msg: "shared home source: {{ _ocigpu_shared_home_source }}"\n'
+        % (os.path.join(COLLECTION_PLAYBOOKS, 'vars', 'cluster_defaults.yml'),
+           os.path.join(COLLECTION_PLAYBOOKS, 'tasks', 'shared_home_source.yml')))
+    return str(path)
+
+
 def test_a_shared_home_on_file_storage_is_made_with_the_cluster_and_removed_with_it(simulator, tmp_path):
     """Issue 31, point 1: shared_home: fss makes the file system, its mount target in the private subnet and
     the export; a re-run adopts them; teardown removes them (the mount target before the network, which OCI
@@ -173,8 +187,21 @@ def test_a_shared_home_on_file_storage_is_made_with_the_cluster_and_removed_with
     assert [e.path for e in exports] == ['/home'] and exports[0].export_set_id == targets[0].export_set_id
     subnets = dict((s.display_name, s) for s in clients(simulator)[2].list_subnets(comp).data)
     assert targets[0].subnet_id == subnets['plan-private'].id
-    assert re.search(r'shared home: 10\.0\.1\.\d+:/home \(OCI File Storage\)', out['stdout'])
+    source = re.search(r'shared home: (10\.0\.1\.\d+:/home) \(OCI File Storage\)', out['stdout'])
+    assert source
     assert playbook(PROVISION, simulator, tmp_path, **vars_)['changed'] == 0
+
+    # configure.yml's first play finds what the hosts mount (the shared_home role's source), read-only.
+    before = mutations(simulator)
+    found = playbook(_find_shared_home(tmp_path), simulator, tmp_path, **vars_)
+    assert 'shared home source: %s' % source.group(1) in found['stdout'] and found['changed'] == 0
+    assert mutations(simulator) == before
+    # Without its export, it stops and says to run provision.yml, before any change.
+    fss.delete_export(exports[0].id)
+    oci.wait_until(fss, fss.get_export(exports[0].id), 'lifecycle_state', 'DELETED', max_wait_seconds=60)
+    broken = playbook(_find_shared_home(tmp_path), simulator, tmp_path, fail=True, **vars_)
+    assert 'is not complete in OCI; run provision.yml (or site.yml) with shared_home: fss first' in broken['stdout']
+    assert mutations(simulator) == before + 1  # the test's own delete_export
 
     down = playbook(TEARDOWN, simulator, tmp_path, **vars_)
     assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout']
