@@ -190,3 +190,30 @@ def test_installed_program_runs_from_the_module_utils_copy(ocisim, tmp_path, mon
     assert cm.get_cluster_network(seeded['id']).data.lifecycle_state == 'TERMINATED'
     bad = subprocess.run([str(program), 'resume'], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     assert bad.returncode == 2 and b'usage:' in bad.stderr
+
+
+def _node_vars_content(tmp_path, node_vars_text, extra):
+    """node-vars.yml as the pull bundle task writes it, from a node variables file and
+    slurm_autoscaler_pull_node_vars."""
+    from tests.unit import _collection_loader
+    _collection_loader.install()  # the lookup by its full name, ansible.builtin.file
+    tasks = yaml.safe_load((ROLE / 'tasks' / 'pull.yml').read_text())
+    task = next(t for t in tasks if t['name'] == "Write the bundle's settings and node variables on this machine")
+    item = next(i for i in task['loop'] if i['name'] == 'node-vars.yml')
+    path = tmp_path / 'node-vars-source.yml'
+    path.write_text(node_vars_text)
+    variables = trust(dict(slurm_autoscaler_pull_node_vars_file=str(path), slurm_autoscaler_pull_node_vars=extra))
+    templar = Templar(loader=DataLoader(), variables=variables)
+    templar.available_variables = dict(variables, **templar.template(trust(task['vars'])))
+    return templar.template(trust_as_template(item['content']))
+
+
+def test_node_vars_of_the_bundle_are_the_file_as_it_is_or_merged_with_the_extra_ones(tmp_path):
+    text = '# the GPU nodes\nnccl_tests_gpus: 8\nsecret: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  3132\n'
+    # Nothing added: the file's text, vault tags and comments included.
+    assert _node_vars_content(tmp_path, text, {}) == text.rstrip('\n')  # the file lookup drops the last newline
+    merged = yaml.safe_load(_node_vars_content(tmp_path, 'nccl_tests_gpus: 8\nshared_home_source: old:/x\n',
+                                               {'shared_home_source': '10.0.1.7:/home'}))
+    assert merged == {'nccl_tests_gpus': 8, 'shared_home_source': '10.0.1.7:/home'}
+    assert yaml.safe_load(_node_vars_content(tmp_path, '', {'shared_home_source': '10.0.1.7:/home'})) == \
+        {'shared_home_source': '10.0.1.7:/home'}
