@@ -184,6 +184,10 @@ demo_wait_standins() {
     python3 -m http.server "$DEMO_ARTIFACT_PORT" --bind "$DEMO_GATEWAY" --directory "$DEMO_WORK/artifacts" \
       > "$DEMO_WORK/http.log" 2>&1 &
     DEMO_HTTP_PID=$!
+    # A server left over on the port (another demo's) would serve another folder's files.
+    sleep 1
+    kill -0 "$DEMO_HTTP_PID" 2>/dev/null \
+      || die "the artifact server did not start on $DEMO_GATEWAY:$DEMO_ARTIFACT_PORT: $(tail -1 "$DEMO_WORK/http.log")"
   fi
   ansible all -i "$DEMO_WORK/demo.gpu_nodes.yml" -m ansible.builtin.wait_for_connection -a timeout=120 \
     > "$DEMO_WORK/wait.log" 2>&1 || { tail -20 "$DEMO_WORK/wait.log"; die "the stand-ins do not answer SSH"; }
