@@ -249,14 +249,17 @@ class _FirewallCmd(object):
             module.fail_json(msg='firewall-cmd not found: is firewalld installed?', changes=[])
         self.offline_allowed = offline
         self.offline_path = None  # set once firewalld is found not running (offline=True)
-        self.modes = _MODES
         self.applied = []  # the steps applied so far, for the failure's changes
+
+    @property
+    def modes(self):
+        """The configurations there are: offline, the permanent one alone."""
+        return ('permanent',) if self.offline_path else _MODES
 
     def _go_offline(self):
         self.offline_path = self.module.get_bin_path('firewall-offline-cmd')
         if not self.offline_path:
             self.module.fail_json(msg='firewalld is not running and firewall-offline-cmd was not found', changes=[])
-        self.modes = ('permanent',)
 
     def run(self, args, permanent=False):
         if self.offline_path:
