@@ -22,6 +22,17 @@ demo_remove_standins() {
   ! podman network exists ocigpu-demo-public || podman network rm ocigpu-demo-public >/dev/null
 }
 
+# demo_check_addresses: podman's CNI backend keeps its address reservations in one folder for every
+# storage, so a stand-in of a demo that runs under another CONTAINERS_STORAGE_CONF (a second checkout's
+# `make test`) still holds its address here, and this demo's stand-in at that address cannot start.
+demo_check_addresses() {
+  local f held=()
+  for f in /var/lib/cni/networks/ocigpu-demo/[0-9]* /var/lib/cni/networks/ocigpu-demo-public/[0-9]*; do
+    [ -e "$f" ] && held+=("${f##*/} (container $(head -c 12 "$f" 2>/dev/null))")
+  done
+  [ "${#held[@]}" -eq 0 ] || die "the demo's addresses are still held: ${held[*]}; a demo of another podman storage (CONTAINERS_STORAGE_CONF) is running or left its stand-ins; remove them first"
+}
+
 # demo_start_sim: the networks, then the simulator in the background (DEMO_SIM_PID, DEMO_ENDPOINT,
 # DEMO_COMPARTMENT); its instance hook starts and removes the stand-ins. Its hosts fill local blocks
 # of two: a cluster's first two nodes share one, a third (or a replacement) sits in another.
@@ -29,6 +40,7 @@ demo_start_sim() {
   demo_remove_standins
   podman network create --subnet "$DEMO_PRIVATE_NET" --gateway "$DEMO_GATEWAY" ocigpu-demo >/dev/null
   podman network create --subnet "$DEMO_PUBLIC_NET" --gateway "${DEMO_PUBLIC_NET%.0/24}.1" ocigpu-demo-public >/dev/null
+  demo_check_addresses
   python -m tests.ocisim --port 0 --write-config "$DEMO_WORK/oci/config" --public-ip-cidr "$DEMO_PUBLIC_NET" \
     --on-instance "bash $OCIGPU_ROOT/tests/demo/standin.sh" --hook-log "$DEMO_WORK/standins.log" \
     --local-block-hosts 2 > "$DEMO_WORK/sim.json" 2> "$DEMO_WORK/sim.log" &
@@ -178,7 +190,8 @@ demo_wait_standins() {
     running=$(podman ps -q --filter label=ocigpu-demo=1 --filter status=running | wc -l)
     [ "$running" -ge "$want" ] && break; sleep 1
   done
-  [ "$running" -ge "$want" ] || die "only $running of $want stand-ins are running; see $DEMO_WORK/standins.log"
+  [ "$running" -ge "$want" ] || { tail -8 "$DEMO_WORK/standins.log" | sed 's/^/   stand-ins: /'
+    die "only $running of $want stand-ins are running; see $DEMO_WORK/standins.log"; }
   # The bridge holds the gateway address now: serve the artifacts there.
   if [ -z "${DEMO_HTTP_PID:-}" ]; then
     python3 -m http.server "$DEMO_ARTIFACT_PORT" --bind "$DEMO_GATEWAY" --directory "$DEMO_WORK/artifacts" \
