@@ -55,11 +55,17 @@ step "1. Starting the OCI simulator, with local stand-ins for the instances it l
 trap demo_stop EXIT
 # A stop by signal also removes the stand-ins and ends the simulator (through the EXIT trap).
 trap 'exit 143' TERM INT
+# The cluster users' shared home (step 6b): a folder of this machine that every stand-in mounts at
+# /mnt/home (standin.sh), as every host mounts the File Storage export on OCI.
+export DEMO_SHARED_HOME=$work/shared-home
+mkdir -p "$DEMO_SHARED_HOME"
 demo_start_sim
 echo "simulator pid $DEMO_SIM_PID at $DEMO_ENDPOINT (region $(jq -r .region "$work/sim.json"))"
 endpoint=$DEMO_ENDPOINT
 demo_write_files 2
 demo_artifacts
+# configure.yml applies the cluster_user role everywhere (cluster_users: true in the cluster vars).
+printf '# Cluster users on the shared home (step 6b).\ncluster_users: true\n' >> "$work/standin-vars.yml"
 echo "cluster vars: $work/cluster.yml"
 
 run_playbook() {  # run_playbook LABEL LOG PLAYBOOK ARGS...
@@ -220,9 +226,75 @@ printf '   srun: %s\n' "${job[@]}"
 [ "$(printf '%s\n' "${job[@]}" | grep -c 'ocigpu demo image')" -eq 2 ] || die "the container job did not answer from both nodes inside the image"
 record "srun -N2 --container-image across the stand-ins" $(( $(date +%s) - start ))
 
-step "7. What the firewall lets through and what it refuses"
 node1=$(jq -r '.gpu_nodes.hosts[0]' "$work/inventory.json")
 node2=$(jq -r '.gpu_nodes.hosts[1]' "$work/inventory.json")
+
+step "6b. Cluster users on the shared home: one user added once, who logs in, shares files, runs containers and MPI"
+start=$(date +%s)
+# The shared home is a folder of this machine mounted at /mnt/home in every stand-in (standin.sh):
+# containers here cannot mount NFS (molecule/node_vm mounts a real export in the VM).
+ssh-keygen -q -t ed25519 -N '' -C alice -f "$work/alice_ed25519"
+user_playbook() {  # user_playbook LOG ARGS...: playbooks/cluster_user.yml against the demo's inventory
+  local log=$1; shift
+  ansible-playbook -i "$work/demo.gpu_nodes.yml" playbooks/cluster_user.yml "$@" > "$log" 2>&1
+}
+user_playbook "$work/user-add.log" -e cluster_user_name=alice -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'" \
+  || { tail -30 "$work/user-add.log"; die "adding alice failed; see $work/user-add.log"; }
+grep -E '^[^ ]+ +: ok=' "$work/user-add.log" | sed 's/^/   /'
+user_playbook "$work/user-add-2.log" -e cluster_user_name=alice -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'" \
+  || die "adding alice again failed; see $work/user-add-2.log"
+grep -E '^[^ ]+ +: ok=' "$work/user-add-2.log" | grep -vq ' changed=0 ' && die "adding alice again changed something; see $work/user-add-2.log"
+echo "   added alice; adding her again changed nothing"
+directory_sum() { on_ctl sha256sum /mnt/home/.ocigpu/users.json | cut -c1-64; }
+before=$(directory_sum)
+alice_uid=$(on_ctl id -u alice)
+# Refused before any change: a taken uid, a bad name, a key that is not one.
+refused() {  # refused WHAT WANT ARGS...: the playbook must fail saying WANT, with the directory unchanged
+  local what=$1 want=$2; shift 2
+  user_playbook "$work/user-refused.log" "$@" && die "$what was accepted; see $work/user-refused.log"
+  grep -q "$want" "$work/user-refused.log" || { tail -20 "$work/user-refused.log"; die "$what was refused without saying '$want'"; }
+  [ "$(directory_sum)" = "$before" ] || die "$what changed the directory"
+  echo "   refused, nothing changed: $what ($want)"
+}
+refused "bob with alice's uid $alice_uid" "uid $alice_uid is taken by alice" \
+  -e cluster_user_name=bob -e cluster_user_uid="$alice_uid" -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'"
+refused "the name 'Bob Smith'" "cluster_user_name must be a user name" \
+  -e "cluster_user_name='Bob Smith'" -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'"
+refused "a key that is not one" "is not one OpenSSH public key line" -e cluster_user_name=bob -e "cluster_user_ssh_key='ssh-ed25519 AAAAnot-a-key'"
+# carol is outside the privilege group: she may run jobs, not containers.
+ssh-keygen -q -t ed25519 -N '' -C carol -f "$work/carol_ed25519"
+user_playbook "$work/user-carol.log" -e cluster_user_name=carol -e cluster_user_privileged=false \
+  -e "cluster_user_ssh_key='$(cat "$work/carol_ed25519.pub")'" || die "adding carol failed; see $work/user-carol.log"
+for h in "$node1" "$node2"; do
+  ids=$(ansible "$h" -i "$work/demo.gpu_nodes.yml" -m ansible.builtin.command -a 'id alice' 2>&1 | tail -1)
+  grep -q "uid=$alice_uid(alice) gid=9876(privilege)" <<< "$ids" || die "alice is not the same on $h: $ids"
+done
+echo "   alice is uid=$alice_uid gid=9876(privilege) on the controller and both nodes"
+# alice logs in to the controller (the bastion) with her own key, and works from her home there.
+as_alice() { ssh -F "$work/ssh_config" -i "$work/alice_ed25519" -o IdentitiesOnly=yes "alice@$bastion_ip" "$@"; }
+as_alice 'echo "written on $(hostname) by $(id -un)" > ~/hello.txt' || die "alice cannot log in to the controller with her key"
+mapfile -t seen < <(as_alice srun -N2 -l cat '~/hello.txt' | sort)
+printf '   srun -N2 cat ~/hello.txt (as alice): %s\n' "${seen[@]}"
+[ "$(printf '%s\n' "${seen[@]}" | grep -c 'by alice')" -eq 2 ] || die "alice's file was not seen from both nodes"
+# shellcheck disable=SC2016  # expands inside the image, on each node
+mapfile -t job < <(as_alice 'srun -N2 -l --chdir=/ --container-image=/srv/images/demo sh -c '\''. /etc/os-release; echo "$(id -u): $PRETTY_NAME"'\' | sort)
+printf '   srun -N2 --container-image (as alice): %s\n' "${job[@]}"
+[ "$(printf '%s\n' "${job[@]}" | grep -c "$alice_uid: ocigpu demo image")" -eq 2 ] || die "alice's container job did not run as her on both nodes"
+as_carol() { ssh -F "$work/ssh_config" -i "$work/carol_ed25519" -o IdentitiesOnly=yes "carol@$bastion_ip" "$@"; }
+as_carol srun -N1 true || die "carol cannot run a plain job"
+as_carol srun -N1 --container-image=/srv/images/demo true > "$work/carol-container.log" 2>&1 \
+  && die "carol, outside the privilege group, ran a container"
+grep -q 'may not run enroot' "$work/carol-container.log" || { cat "$work/carol-container.log"; die "carol's container was refused for another reason"; }
+echo "   carol (not in privilege) runs jobs, and is refused a container: $(grep -o 'may not run enroot[^:]*' "$work/carol-container.log" | head -1)"
+# mpirun across both nodes as alice, over her own MPI key (in her shared home): she reaches the first
+# node from the controller with it, and mpirun the second.
+node_ips=$(jq -r 'def s: if type == "object" then .__ansible_unsafe else . end; [._meta.hostvars[.gpu_nodes.hosts[]].ansible_host | s] | join(",")' "$work/inventory.json")
+mpi=$(as_alice ssh "${node_ips%%,*}" mpirun -np 2 --host "$node_ips" hostname | sort | paste -sd' ')
+echo "   mpirun -np 2 --host $node_ips hostname (as alice, from her SSH session on the first node): $mpi"
+[ "$(wc -w <<< "$mpi")" -eq 2 ] && [ "$(tr ' ' '\n' <<< "$mpi" | sort -u | wc -l)" -eq 2 ] || die "alice's mpirun did not run on both nodes: '$mpi'"
+record "cluster users: add, refuse, log in, share, containers, mpirun" $(( $(date +%s) - start ))
+
+step "7. What the firewall lets through and what it refuses"
 ip1=$(jq -r --arg h "$node1" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h].ansible_host | s' "$work/inventory.json")
 ip2=$(jq -r --arg h "$node2" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h].ansible_host | s' "$work/inventory.json")
 # probe FROM TARGET PORT: connect from one host (bastion, or a node's IP) to another over SSH, with

@@ -28,6 +28,8 @@ case "$OCISIM_EVENT" in
     root=$(cd "$(dirname "$0")/../.." && pwd)
     replay=(-v "$root/tests/demo/all_reduce_perf-standin.sh:/usr/local/bin/all_reduce_perf:ro"
             -v "$root/tests/unit/data/nccl/seed000_a100_8gpu_10g.txt:/usr/local/share/ocigpu-demo/all_reduce_perf.txt:ro")
+    # The shared home (DEMO_SHARED_HOME, make demo's cluster users): a folder of this machine.
+    [ -z "${DEMO_SHARED_HOME:-}" ] || replay+=(-v "$DEMO_SHARED_HOME:/mnt/home")
     started=''
     for attempt in 1 2 3 4 5; do
       mapfile -t old < <(holders)

@@ -4,7 +4,8 @@
 # built against the installed Slurm's spank.h and loaded by srun/slurmd like pyxis; it registers
 # --container-image and says it is a stand-in: the real pyxis cannot be downloaded here. An image
 # given as the absolute path of an unpacked root file system is entered with chroot (make demo runs
-# a container job that way); any other image name is only recorded in the job's environment.
+# a container job that way); any other image name is only recorded in the job's environment. As real
+# pyxis (which runs enroot as the job's user), it refuses a container to a user who may not run enroot.
 # Writes the sha256 to <archive>.sha256.
 #
 #   build-pyxis-standin.sh OUTDIR [VERSION]
@@ -38,6 +39,7 @@ clean:
 MK
 cat > "$src/spank_pyxis.c" <<'C'
 /* Test stand-in for the pyxis SPANK plugin (ocigpu.cluster tests); not the real pyxis. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,6 +70,20 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	for (i = 0; i < ac; i++)
 		if (strncmp(av[i], "runtime_path=", 13) == 0 && spank_context() == S_CTX_REMOTE)
 			slurm_info("pyxis-standin: runtime_path=%s", av[i] + 13);
+	return 0;
+}
+
+/* Real pyxis runs enroot as the job's user: a user who may not run it (enroot_allowed_group) gets no
+ * container. This runs as that user (privileges dropped), before any task starts. */
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	(void)sp; (void)ac; (void)av;
+	if (!image[0])
+		return 0;
+	if (faccessat(AT_FDCWD, "/usr/bin/enroot", X_OK, AT_EACCESS) != 0) {
+		slurm_error("pyxis-standin: this user may not run enroot (/usr/bin/enroot: %m): no container");
+		return -1;
+	}
 	return 0;
 }
 

@@ -1,0 +1,92 @@
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""roles/cluster_user/files/ocigpu_cluster_users.py: what it runs to bring a host's accounts in line
+with the cluster's directory, and what it refuses (the plan), and its command line against a
+directory file with the commands it would run (--check)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / 'roles' / 'cluster_user' / 'files' / 'ocigpu_cluster_users.py'
+
+spec = importlib.util.spec_from_file_location('ocigpu_cluster_users', SCRIPT)
+prog = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(prog)
+
+GROUPS = {'privilege': 9876}
+ALICE = {'uid': 10001, 'gid': 9876, 'groups': [], 'home': '/mnt/home/alice', 'shell': '/bin/bash', 'state': 'present'}
+BASE_PASSWD = {'root': (0, 0, '/root', '/bin/bash'), 'opc': (1000, 1000, '/home/opc', '/bin/bash')}
+BASE_GROUPS = {'root': (0, []), 'opc': (1000, [])}
+
+
+def test_a_new_host_gets_the_group_and_the_user():
+    commands, conflicts, managed = prog.plan(GROUPS, {'alice': ALICE}, BASE_PASSWD, BASE_GROUPS, {})
+    assert commands == [
+        ['groupadd', '--gid', '9876', 'privilege'],
+        ['useradd', '--no-create-home', '--uid', '10001', '--gid', '9876', '--home-dir', '/mnt/home/alice',
+         '--shell', '/bin/bash', 'alice'],
+    ]
+    assert conflicts == []
+    assert managed == {'users': ['alice'], 'groups': ['privilege']}
+
+
+def test_a_host_in_line_runs_nothing():
+    passwd = dict(BASE_PASSWD, alice=(10001, 9876, '/mnt/home/alice', '/bin/bash'))
+    groups = dict(BASE_GROUPS, privilege=(9876, []))
+    commands, conflicts, _ = prog.plan(GROUPS, {'alice': ALICE}, passwd, groups, {'users': ['alice']})
+    assert (commands, conflicts) == ([], [])
+
+
+def test_a_changed_user_is_brought_in_line():
+    passwd = dict(BASE_PASSWD, alice=(10001, 10001, '/mnt/home/alice', '/bin/sh'))
+    groups = dict(BASE_GROUPS, privilege=(9876, []), alice=(10001, []), video=(44, ['alice']))
+    commands, conflicts, _ = prog.plan(GROUPS, {'alice': ALICE}, passwd, groups, {'users': ['alice']})
+    assert commands == [['usermod', '--gid', '9876', '--shell', '/bin/bash', '--groups', '', 'alice']]
+    assert conflicts == []
+
+
+def test_a_removed_user_loses_the_account_only_where_the_directory_made_it():
+    gone = dict(ALICE, state='absent')
+    passwd = dict(BASE_PASSWD, alice=(10001, 9876, '/mnt/home/alice', '/bin/bash'))
+    commands, _, managed = prog.plan(GROUPS, {'alice': gone}, passwd, BASE_GROUPS, {'users': ['alice']})
+    assert ['userdel', 'alice'] in commands  # never -r: the home stays
+    assert 'alice' not in managed['users']
+    # The same name made by someone else on this host is not the directory's to remove.
+    commands, conflicts, _ = prog.plan(GROUPS, {'alice': gone}, passwd, BASE_GROUPS, {})
+    assert ['userdel', 'alice'] not in commands and conflicts == []
+
+
+def test_ids_held_by_other_names_are_conflicts_left_alone():
+    # uid 10001 is a local account of another name: alice is not made.
+    passwd = dict(BASE_PASSWD, svc=(10001, 10001, '/srv', '/usr/sbin/nologin'))
+    commands, conflicts, managed = prog.plan(GROUPS, {'alice': ALICE}, passwd, BASE_GROUPS, {})
+    assert not [c for c in commands if c[0] == 'useradd']
+    assert conflicts == ['uid 10001 of user alice is user svc here']
+    assert 'alice' not in managed['users']
+    # A local alice with another uid, not made by the directory, is left as it is.
+    passwd = dict(BASE_PASSWD, alice=(2000, 2000, '/home/alice', '/bin/bash'))
+    commands, conflicts, _ = prog.plan(GROUPS, {'alice': ALICE}, passwd, dict(BASE_GROUPS, privilege=(9876, [])), {})
+    assert commands == [] and 'user alice has uid 2000 here, 10001 in the directory' in conflicts[0]
+    # The privilege gid held by another group.
+    commands, conflicts, _ = prog.plan(GROUPS, {}, BASE_PASSWD, dict(BASE_GROUPS, docker=(9876, [])), {})
+    assert commands == [] and conflicts == ['gid 9876 of group privilege is group docker here']
+
+
+def test_the_command_line_reads_the_file_and_changes_nothing_in_check_mode(tmp_path, capsys):
+    directory = tmp_path / 'users.json'
+    state = tmp_path / 'state' / 'managed.json'
+    name = 'ocigpu-test-no-such-user'
+    directory.write_text(json.dumps({'groups': {}, 'users': {name: dict(ALICE, uid=59998, gid=0, home='/nonexistent')}}))
+    assert prog.main([str(directory), '--state', str(state), '--check']) == 0
+    out = capsys.readouterr().out
+    assert 'would run: useradd --no-create-home --uid 59998 --gid 0' in out and out.rstrip().endswith(name)
+    assert not state.exists()
+    # A missing directory is an empty one; a broken one is an error, and nothing runs.
+    assert prog.main([str(tmp_path / 'none.json'), '--state', str(state), '--check']) == 0
+    directory.write_text(json.dumps({'users': {name: {'uid': 'x'}}}))
+    assert prog.main([str(directory), '--state', str(state), '--check']) == 1
+    assert 'no integer uid' in capsys.readouterr().err
