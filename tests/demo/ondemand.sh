@@ -68,6 +68,10 @@ run_playbook() {  # run_playbook LABEL LOG PLAYBOOK ARGS...
 step "1. The simulator and the stand-ins' way to it"
 trap stop_all EXIT
 trap 'exit 143' TERM INT
+# The shared home: a folder of this machine that every stand-in mounts at /mnt/home (standin.sh), so
+# that a cluster user added before any GPU node exists has a home on the nodes that join later.
+export DEMO_SHARED_HOME=$work/shared-home
+mkdir -p "$DEMO_SHARED_HOME"
 demo_start_sim
 demo_write_files 0
 endpoint=$DEMO_ENDPOINT
@@ -91,6 +95,8 @@ cp "$(awk -F= '/^key_file/ {print $2}' "$work/oci/config" | tr -d ' ')" "$work/c
 sed -e "s|^key_file *=.*|key_file=/etc/ocigpu-demo/oci/key.pem|" "$work/oci/config" > "$work/ctl-oci/config"
 cat >> "$work/cluster.yml" <<YAML
 autoscaling: true
+# Cluster users (docs/cluster-users.md): alice is added before any GPU node exists, and runs a job.
+cluster_users: true
 # Twice the jobs' nodes: nodes handed back power down for SuspendTimeout (600 s); a requeued job gets others.
 autoscaling_max_nodes: $(( NODES * 2 > 4 ? NODES * 2 : 4 ))
 autoscaling_resume_timeout_minutes: 10
@@ -165,6 +171,12 @@ for c in bypass4netns cni_plugins containerd enroot pyxis rootlesskit runc slirp
   [[ " $locked " == *" $c "* ]] || die "the lock file has no entry for $c before the first node joins: $locked"
 done
 cp "$work/demo.lock.yml" "$work/lock-before-join.yml"
+# A cluster user, added while no GPU node exists: the nodes that join apply the directory at boot.
+ssh-keygen -q -t ed25519 -N '' -C alice -f "$work/alice_ed25519"
+run_playbook "add the cluster user alice" "$work/user-add.log" -i "$work/demo.gpu_nodes.yml" playbooks/cluster_user.yml \
+  -e cluster_user_name=alice -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'"
+echo "   alice: $(on_ctl id alice), before any GPU node exists"
+as_alice() { ssh -F "$work/ssh_config" -i "$work/alice_ed25519" -o IdentitiesOnly=yes "alice@$bastion_ip" "$@" 2>>"$work/users.log"; }
 
 step "4. Jobs of ${JOBS// /, } node(s) at once on a cluster with none${CAPACITY:+; hosts for $CAPACITY nodes}${RESTART_AFTER:+; slurmctld restarted ${RESTART_AFTER}s into the resume}"
 if [ -n "$CAPACITY" ]; then
@@ -174,20 +186,32 @@ fi
 declare -a job_ids=() job_sizes=()
 declare -A job_told=() job_done=() job_host=() job_completed_once=()
 i=0
+njobs=$(wc -w <<< "$JOBS")
 for n in $JOBS; do
   i=$((i + 1))
+  # The last job is alice's, from her own login: it runs as her on a node that did not exist when
+  # she was added, and says who it runs as.
+  task='hostname'
+  # shellcheck disable=SC2016  # expands in the job, on the node
+  [ "$i" -ne "$njobs" ] || task='sh -c '\''echo "$(hostname) $(id -un)"'\'
   on_ctl tee "/tmp/job$i.sh" >/dev/null <<JOB
 #!/bin/bash
 #SBATCH -N $n
 #SBATCH -o /tmp/ondemand-%j.out
-srun -l hostname
+srun -l $task
 JOB
 done
 t_submit=$(date +%s.%N)
 i=0
 for n in $JOBS; do
   i=$((i + 1))
-  job_ids+=("$(on_ctl sbatch --parsable --chdir=/tmp "/tmp/job$i.sh")"); job_sizes+=("$n")
+  if [ "$i" -eq "$njobs" ]; then
+    alice_job=$(as_alice sbatch --parsable --chdir=/tmp "/tmp/job$i.sh")
+    job_ids+=("$alice_job")
+  else
+    job_ids+=("$(on_ctl sbatch --parsable --chdir=/tmp "/tmp/job$i.sh")")
+  fi
+  job_sizes+=("$n")
 done
 mark "submitted: $(for k in "${!job_ids[@]}"; do printf 'job %s (-N%s) ' "${job_ids[$k]}" "${job_sizes[$k]}"; done)"
 job_list=$(IFS=,; echo "${job_ids[*]}")
@@ -291,6 +315,12 @@ for k in "${!job_ids[@]}"; do
   got=$(grep -cE '^[0-9]+: ' "$work/job-$id.out" || true)
   [ "$got" -eq "${job_sizes[$k]}" ] || problems+=("job $id answered from $got of its ${job_sizes[$k]} node(s)")
 done
+# alice's job ran as her on a node that joined after she was added.
+if grep -qE '^[0-9]+: gpu-[0-9]+ alice$' "$work/job-$alice_job.out"; then
+  echo "   alice's job $alice_job ran as alice on a node that joined after she was added: $(tr '\n' ' ' < "$work/job-$alice_job.out")"
+else
+  problems+=("alice's job $alice_job did not run as alice: $(tr '\n' ' ' < "$work/job-$alice_job.out")")
+fi
 if [ -n "$CAPACITY" ] && [ "$NODES" -gt "$CAPACITY" ]; then
   [ "${#job_told[@]}" -ge 1 ] || problems+=("no job was told it did not fit")
   for id in "${!job_told[@]}"; do

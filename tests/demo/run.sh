@@ -266,32 +266,47 @@ ssh-keygen -q -t ed25519 -N '' -C carol -f "$work/carol_ed25519"
 user_playbook "$work/user-carol.log" -e cluster_user_name=carol -e cluster_user_privileged=false \
   -e "cluster_user_ssh_key='$(cat "$work/carol_ed25519.pub")'" || die "adding carol failed; see $work/user-carol.log"
 for h in "$node1" "$node2"; do
-  ids=$(ansible "$h" -i "$work/demo.gpu_nodes.yml" -m ansible.builtin.command -a 'id alice' 2>&1 | tail -1)
-  grep -q "uid=$alice_uid(alice) gid=9876(privilege)" <<< "$ids" || die "alice is not the same on $h: $ids"
+  who=$(ansible "$h" -i "$work/demo.gpu_nodes.yml" -m ansible.builtin.command -a 'id alice' 2>&1 | tail -1)
+  grep -q "uid=$alice_uid(alice) gid=9876(privilege)" <<< "$who" || die "alice is not the same on $h: $who"
 done
 echo "   alice is uid=$alice_uid gid=9876(privilege) on the controller and both nodes"
 # alice logs in to the controller (the bastion) with her own key, and works from her home there.
-as_alice() { ssh -F "$work/ssh_config" -i "$work/alice_ed25519" -o IdentitiesOnly=yes "alice@$bastion_ip" "$@"; }
-as_alice 'echo "written on $(hostname) by $(id -un)" > ~/hello.txt' || die "alice cannot log in to the controller with her key"
-mapfile -t seen < <(as_alice srun -N2 -l cat '~/hello.txt' | sort)
+as_alice() { ssh -F "$work/ssh_config" -i "$work/alice_ed25519" -o IdentitiesOnly=yes "alice@$bastion_ip" "$@" 2>>"$work/users.log"; }
+# shellcheck disable=SC2016  # expands on the controller, as alice
+as_alice 'echo "written on $(hostname) by $(id -un)" > "$HOME/hello.txt"' || die "alice cannot log in to the controller with her key"
+# shellcheck disable=SC2016  # expands on the controller, as alice
+mapfile -t seen < <(as_alice 'srun -N2 -l cat "$HOME/hello.txt"' | sort)
 printf '   srun -N2 cat ~/hello.txt (as alice): %s\n' "${seen[@]}"
 [ "$(printf '%s\n' "${seen[@]}" | grep -c 'by alice')" -eq 2 ] || die "alice's file was not seen from both nodes"
 # shellcheck disable=SC2016  # expands inside the image, on each node
 mapfile -t job < <(as_alice 'srun -N2 -l --chdir=/ --container-image=/srv/images/demo sh -c '\''. /etc/os-release; echo "$(id -u): $PRETTY_NAME"'\' | sort)
 printf '   srun -N2 --container-image (as alice): %s\n' "${job[@]}"
 [ "$(printf '%s\n' "${job[@]}" | grep -c "$alice_uid: ocigpu demo image")" -eq 2 ] || die "alice's container job did not run as her on both nodes"
-as_carol() { ssh -F "$work/ssh_config" -i "$work/carol_ed25519" -o IdentitiesOnly=yes "carol@$bastion_ip" "$@"; }
+as_carol() { ssh -F "$work/ssh_config" -i "$work/carol_ed25519" -o IdentitiesOnly=yes "carol@$bastion_ip" "$@" 2>>"$work/users.log"; }
 as_carol srun -N1 true || die "carol cannot run a plain job"
-as_carol srun -N1 --container-image=/srv/images/demo true > "$work/carol-container.log" 2>&1 \
-  && die "carol, outside the privilege group, ran a container"
+ssh -F "$work/ssh_config" -i "$work/carol_ed25519" -o IdentitiesOnly=yes "carol@$bastion_ip" \
+  srun -N1 --container-image=/srv/images/demo true > "$work/carol-container.log" 2>&1 && die "carol, outside the privilege group, ran a container"
 grep -q 'may not run enroot' "$work/carol-container.log" || { cat "$work/carol-container.log"; die "carol's container was refused for another reason"; }
-echo "   carol (not in privilege) runs jobs, and is refused a container: $(grep -o 'may not run enroot[^:]*' "$work/carol-container.log" | head -1)"
+echo "   carol (not in privilege) runs jobs, and is refused a container: $(grep -o 'may not run enroot.*' "$work/carol-container.log" | head -1)"
 # mpirun across both nodes as alice, over her own MPI key (in her shared home): she reaches the first
 # node from the controller with it, and mpirun the second.
-node_ips=$(jq -r 'def s: if type == "object" then .__ansible_unsafe else . end; [._meta.hostvars[.gpu_nodes.hosts[]].ansible_host | s] | join(",")' "$work/inventory.json")
-mpi=$(as_alice ssh "${node_ips%%,*}" mpirun -np 2 --host "$node_ips" hostname | sort | paste -sd' ')
-echo "   mpirun -np 2 --host $node_ips hostname (as alice, from her SSH session on the first node): $mpi"
-[ "$(wc -w <<< "$mpi")" -eq 2 ] && [ "$(tr ' ' '\n' <<< "$mpi" | sort -u | wc -l)" -eq 2 ] || die "alice's mpirun did not run on both nodes: '$mpi'"
+# On OCI the VCN's resolver answers for every instance's name; here /etc/hosts does, for this step.
+first_ip=$(hostvar "$work/inventory.json" "$node1" ansible_host)
+slurm_nodes=$(on_ctl sinfo --noheader --Node --format %N | sort -u | paste -sd,)
+names=$(on_ctl scontrol show node --oneliner | sed -nE 's/^NodeName=([^ ]+) .*NodeAddr=([^ ]+) .*/\2 \1/p')
+hosts_block() {  # hosts_block present|absent
+  ansible gpu_nodes -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.blockinfile \
+    -a "$(jq -nc --arg state "$1" --arg block "$names" \
+          '{path: "/etc/hosts", marker: "# {mark} make demo: the VCN resolver", state: $state, block: $block}')" \
+    >> "$work/hosts-block.log" || die "could not write the nodes' names in /etc/hosts; see $work/hosts-block.log"
+}
+hosts_block present
+mpi=$(as_alice ssh "$first_ip" mpirun -np 2 --host "$slurm_nodes" hostname | sort | paste -sd' ')
+hosts_block absent
+echo "   mpirun -np 2 --host $slurm_nodes hostname (as alice, from her SSH session on $first_ip): $mpi"
+if [ "$(wc -w <<< "$mpi")" -ne 2 ] || [ "$(tr ' ' '\n' <<< "$mpi" | sort -u | wc -l)" -ne 2 ]; then
+  die "alice's mpirun did not run on both nodes: '$mpi'"
+fi
 record "cluster users: add, refuse, log in, share, containers, mpirun" $(( $(date +%s) - start ))
 
 step "7. What the firewall lets through and what it refuses"
@@ -401,6 +416,10 @@ echo "   scontrol: $line"
 [ "$line" = "NodeName=$slurm2 NodeAddr=$new_ip State=IDLE" ] || die "expected $slurm2 at $new_ip and IDLE, got: $line"
 answer=$(on_ctl srun -w "$slurm2" hostname)
 echo "   srun -w $slurm2 hostname: $answer"
+# The cluster user added in step 6b exists on the new instance, with the same ids.
+who=$(ansible "$node2" -i "$work/demo.gpu_nodes.yml" -m ansible.builtin.command -a 'id alice' 2>&1 | tail -1)
+grep -q "uid=$alice_uid(alice) gid=9876(privilege)" <<< "$who" || die "the new instance of $node2 does not know alice: $who"
+echo "   the new instance knows the cluster user added before it existed: $who"
 [ "$answer" = "$slurm2" ] || die "the new node answered '$answer', not $slurm2"
 # The new instance sits on another host: the name moved to the switch of its local block.
 [ "$(hostvar "$work/inventory-replaced.json" "$node2" oci_local_block_id)" != "$(hostvar "$work/inventory.json" "$node2" oci_local_block_id)" ] \

@@ -1,5 +1,7 @@
-#!/usr/bin/python3
-"""Apply the cluster's directory of users to this host's accounts (ocigpu.cluster, role cluster_users).
+# -*- coding: utf-8 -*-
+# Copyright: ocigpu.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Apply the cluster's directory of users to this host's accounts (ocigpu.cluster, role cluster_user).
 
 The directory is one JSON file on the shared home, written by playbooks/cluster_user.yml:
 
@@ -141,7 +143,7 @@ def write_state(path, state):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('directory', help='the directory file on the shared home')
     parser.add_argument('--state', default=STATE, help='where the names this program created are kept')
     parser.add_argument('--check', action='store_true', help='print what would change; change nothing')
@@ -157,7 +159,7 @@ def main(argv=None):
     for cmd in commands:
         print(('would run: ' if args.check else 'running: ') + ' '.join(cmd), flush=True)
         if not args.check:
-            done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+            done = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
             if done.returncode != 0:
                 failed = True
                 print('ocigpu-cluster-users: %s failed: %s' % (cmd[0], done.stdout.strip()), file=sys.stderr)

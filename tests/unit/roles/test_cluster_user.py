@@ -37,14 +37,14 @@ def test_a_new_host_gets_the_group_and_the_user():
 def test_a_host_in_line_runs_nothing():
     passwd = dict(BASE_PASSWD, alice=(10001, 9876, '/mnt/home/alice', '/bin/bash'))
     groups = dict(BASE_GROUPS, privilege=(9876, []))
-    commands, conflicts, _ = prog.plan(GROUPS, {'alice': ALICE}, passwd, groups, {'users': ['alice']})
+    commands, conflicts, managed = prog.plan(GROUPS, {'alice': ALICE}, passwd, groups, {'users': ['alice']})
     assert (commands, conflicts) == ([], [])
 
 
 def test_a_changed_user_is_brought_in_line():
     passwd = dict(BASE_PASSWD, alice=(10001, 10001, '/mnt/home/alice', '/bin/sh'))
     groups = dict(BASE_GROUPS, privilege=(9876, []), alice=(10001, []), video=(44, ['alice']))
-    commands, conflicts, _ = prog.plan(GROUPS, {'alice': ALICE}, passwd, groups, {'users': ['alice']})
+    commands, conflicts, managed = prog.plan(GROUPS, {'alice': ALICE}, passwd, groups, {'users': ['alice']})
     assert commands == [['usermod', '--gid', '9876', '--shell', '/bin/bash', '--groups', '', 'alice']]
     assert conflicts == []
 
@@ -52,11 +52,11 @@ def test_a_changed_user_is_brought_in_line():
 def test_a_removed_user_loses_the_account_only_where_the_directory_made_it():
     gone = dict(ALICE, state='absent')
     passwd = dict(BASE_PASSWD, alice=(10001, 9876, '/mnt/home/alice', '/bin/bash'))
-    commands, _, managed = prog.plan(GROUPS, {'alice': gone}, passwd, BASE_GROUPS, {'users': ['alice']})
+    commands, conflicts, managed = prog.plan(GROUPS, {'alice': gone}, passwd, BASE_GROUPS, {'users': ['alice']})
     assert ['userdel', 'alice'] in commands  # never -r: the home stays
     assert 'alice' not in managed['users']
     # The same name made by someone else on this host is not the directory's to remove.
-    commands, conflicts, _ = prog.plan(GROUPS, {'alice': gone}, passwd, BASE_GROUPS, {})
+    commands, conflicts, managed = prog.plan(GROUPS, {'alice': gone}, passwd, BASE_GROUPS, {})
     assert ['userdel', 'alice'] not in commands and conflicts == []
 
 
@@ -69,10 +69,10 @@ def test_ids_held_by_other_names_are_conflicts_left_alone():
     assert 'alice' not in managed['users']
     # A local alice with another uid, not made by the directory, is left as it is.
     passwd = dict(BASE_PASSWD, alice=(2000, 2000, '/home/alice', '/bin/bash'))
-    commands, conflicts, _ = prog.plan(GROUPS, {'alice': ALICE}, passwd, dict(BASE_GROUPS, privilege=(9876, [])), {})
+    commands, conflicts, managed = prog.plan(GROUPS, {'alice': ALICE}, passwd, dict(BASE_GROUPS, privilege=(9876, [])), {})
     assert commands == [] and 'user alice has uid 2000 here, 10001 in the directory' in conflicts[0]
     # The privilege gid held by another group.
-    commands, conflicts, _ = prog.plan(GROUPS, {}, BASE_PASSWD, dict(BASE_GROUPS, docker=(9876, [])), {})
+    commands, conflicts, managed = prog.plan(GROUPS, {}, BASE_PASSWD, dict(BASE_GROUPS, docker=(9876, [])), {})
     assert commands == [] and conflicts == ['gid 9876 of group privilege is group docker here']
 
 
