@@ -316,7 +316,7 @@ for k in "${!job_ids[@]}"; do
   [ "$got" -eq "${job_sizes[$k]}" ] || problems+=("job $id answered from $got of its ${job_sizes[$k]} node(s)")
 done
 # alice's job ran as her on a node that joined after she was added.
-if grep -qE '^[0-9]+: gpu-[0-9]+ alice$' "$work/job-$alice_job.out"; then
+if grep -qE '^[0-9]+: [-a-z0-9]+ alice$' "$work/job-$alice_job.out"; then
   echo "   alice's job $alice_job ran as alice on a node that joined after she was added: $(tr '\n' ' ' < "$work/job-$alice_job.out")"
 else
   problems+=("alice's job $alice_job did not run as alice: $(tr '\n' ' ' < "$work/job-$alice_job.out")")

@@ -90,3 +90,81 @@ def test_the_command_line_reads_the_file_and_changes_nothing_in_check_mode(tmp_p
     directory.write_text(json.dumps({'users': {name: {'uid': 'x'}}}))
     assert prog.main([str(directory), '--state', str(state), '--check']) == 1
     assert 'no integer uid' in capsys.readouterr().err
+
+
+# The playbook's decision (tasks/user.yml, "Decide the user's entry"), rendered as Ansible renders it:
+# the entry it writes, and what refuses the change before anything is written.
+import base64  # noqa: E402  (kept beside the tests that use it)
+
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+from ansible.parsing.dataloader import DataLoader  # noqa: E402
+from ansible.template import Templar, trust_as_template  # noqa: E402
+
+from tests.unit.roles._trust import trust  # noqa: E402
+
+ROLE = ROOT / 'roles' / 'cluster_user'
+CONTROLLER = {'root': ['x', '0', '0', '', '/root', '/bin/bash'], 'opc': ['x', '1000', '1000', '', '/home/opc', '/bin/bash'],
+              'nobody': ['x', '65534', '65534', '', '/nonexistent', '/usr/sbin/nologin']}
+
+
+def decide(directory=None, passwd=None, **user):
+    task = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'user.yml').read_text()) if t['name'] == "Decide the user's entry")
+    values = trust(yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text()))
+    values.update(trust(task['vars']))
+    values['__cluster_user_directory_file'] = (
+        {'content': base64.b64encode(json.dumps(directory).encode()).decode()} if directory is not None else {})
+    values['ansible_facts'] = {'getent_passwd': passwd if passwd is not None else CONTROLLER}
+    values.update(user)
+    templar = Templar(loader=DataLoader(), variables=values)
+    facts = task['ansible.builtin.set_fact']
+    return {k.replace('__cluster_user_', ''): templar.template(trust_as_template(v)) for k, v in facts.items()}
+
+
+def test_the_first_user_gets_the_first_uid_and_the_privilege_group():
+    got = decide(cluster_user_name='alice', cluster_user_ssh_key='ssh-ed25519 AAAA alice')
+    assert got['refusals'] == []
+    assert got['entry'] == {'uid': 10001, 'gid': 9876, 'groups': [], 'home': '/mnt/home/alice',
+                            'shell': '/bin/bash', 'state': 'present'}
+    assert got['directory']['groups'] == {'privilege': 9876}
+
+
+def test_the_next_uid_is_above_every_uid_in_use_below_60000():
+    directory = {'groups': {'privilege': 9876}, 'users': {'alice': dict(ALICE, uid=10001)}}
+    passwd = dict(CONTROLLER, svc=['x', '10007', '10007', '', '/srv', '/bin/false'])
+    got = decide(directory, passwd, cluster_user_name='bob', cluster_user_ssh_key='ssh-ed25519 AAAA bob')
+    assert got['entry']['uid'] == 10008 and got['refusals'] == []
+
+
+def test_a_taken_uid_is_refused():
+    directory = {'groups': {'privilege': 9876}, 'users': {'alice': ALICE}}
+    got = decide(directory, cluster_user_name='bob', cluster_user_uid=10001, cluster_user_ssh_key='ssh-ed25519 AAAA bob')
+    assert got['refusals'] == ['uid 10001 is taken by alice']
+    # by a removed user too: a new user never gets the files of a kept home
+    directory['users']['alice'] = dict(ALICE, state='absent')
+    got = decide(directory, cluster_user_name='bob', cluster_user_uid=10001, cluster_user_ssh_key='ssh-ed25519 AAAA bob')
+    assert got['refusals'] == ['uid 10001 is taken by alice']
+    # and by an account of the controller
+    got = decide(None, cluster_user_name='bob', cluster_user_uid=1000, cluster_user_ssh_key='ssh-ed25519 AAAA bob')
+    assert got['refusals'] == ['uid 1000 is taken by opc']
+
+
+@pytest.mark.parametrize('user, refusal', [
+    ({'cluster_user_name': 'alice', 'cluster_user_uid': 10005}, 'user alice has uid 10001; a uid does not change'),
+    ({'cluster_user_name': 'zoe', 'cluster_user_state': 'absent'}, 'no user zoe to remove'),
+    ({'cluster_user_name': 'zoe'}, 'a new user needs cluster_user_ssh_key'),
+    ({'cluster_user_name': 'zoe', 'cluster_user_ssh_key': 'ssh-ed25519 AAAA z', 'cluster_user_groups': ['wheel']},
+     'unknown groups: wheel'),
+])
+def test_changes_that_are_refused(user, refusal):
+    got = decide({'groups': {'privilege': 9876}, 'users': {'alice': ALICE}}, **user)
+    assert len(got['refusals']) == 1 and got['refusals'][0].startswith(refusal)
+
+
+def test_a_user_outside_privilege_gets_a_personal_group_and_removal_keeps_the_uid():
+    got = decide(None, cluster_user_name='carol', cluster_user_privileged=False, cluster_user_ssh_key='ssh-ed25519 AAAA c')
+    assert got['entry']['gid'] == got['entry']['uid'] == 10001
+    assert got['directory']['groups'] == {'privilege': 9876, 'carol': 10001}
+    got = decide(got['directory'], cluster_user_name='carol', cluster_user_state='absent')
+    assert got['refusals'] == [] and got['directory']['users']['carol']['state'] == 'absent'
+    assert got['directory']['users']['carol']['uid'] == 10001
