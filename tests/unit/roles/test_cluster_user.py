@@ -168,3 +168,11 @@ def test_a_user_outside_privilege_gets_a_personal_group_and_removal_keeps_the_ui
     got = decide(got['directory'], cluster_user_name='carol', cluster_user_state='absent')
     assert got['refusals'] == [] and got['directory']['users']['carol']['state'] == 'absent'
     assert got['directory']['users']['carol']['uid'] == 10001
+
+
+@pytest.mark.parametrize('cluster_vars, group', [({'cluster_users': True}, 'privilege'), ({}, ''),
+                                                 ({'cluster_users': True, 'cluster_user_privilege_group': 'gpu'}, 'gpu')])
+def test_enroot_is_the_privilege_groups_with_cluster_users(cluster_vars, group):
+    defaults = trust(yaml.safe_load((ROOT / 'roles' / 'enroot' / 'defaults' / 'main.yml').read_text()))
+    templar = Templar(loader=DataLoader(), variables=dict(defaults, **cluster_vars))
+    assert templar.template(trust_as_template('{{ enroot_allowed_group }}')) == group
