@@ -5,7 +5,8 @@
 # --container-image and says it is a stand-in: the real pyxis cannot be downloaded here. An image
 # given as the absolute path of an unpacked root file system is entered with chroot (make demo runs
 # a container job that way); any other image name is only recorded in the job's environment. As real
-# pyxis (which runs enroot as the job's user), it refuses a container to a user who may not run enroot.
+# pyxis (which runs enroot as the job's user), it refuses a container to a user whom enroot's
+# permissions refuse (where enroot is installed).
 # Writes the sha256 to <archive>.sha256.
 #
 #   build-pyxis-standin.sh OUTDIR [VERSION]
@@ -39,6 +40,7 @@ clean:
 MK
 cat > "$src/spank_pyxis.c" <<'C'
 /* Test stand-in for the pyxis SPANK plugin (ocigpu.cluster tests); not the real pyxis. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,14 +75,15 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* Real pyxis runs enroot as the job's user: a user who may not run it (enroot_allowed_group) gets no
- * container. This runs as that user (privileges dropped), before any task starts. */
+/* Real pyxis runs enroot as the job's user: a user whom enroot's permissions refuse
+ * (enroot_allowed_group) gets no container. This runs as that user (privileges dropped), before any
+ * task starts. Without enroot installed (a test of pyxis alone) the image is only recorded, as before. */
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
 	(void)sp; (void)ac; (void)av;
 	if (!image[0])
 		return 0;
-	if (faccessat(AT_FDCWD, "/usr/bin/enroot", X_OK, AT_EACCESS) != 0) {
+	if (faccessat(AT_FDCWD, "/usr/bin/enroot", X_OK, AT_EACCESS) != 0 && errno != ENOENT) {
 		slurm_error("pyxis-standin: this user may not run enroot (/usr/bin/enroot: %m): no container");
 		return -1;
 	}
