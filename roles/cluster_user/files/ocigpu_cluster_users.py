@@ -20,6 +20,7 @@ found or a command failed, 0 otherwise; one line per change on stdout (the journ
 Only the standard library and shadow-utils (useradd, usermod, userdel, groupadd, groupmod).
 """
 import argparse
+import fcntl
 import grp
 import json
 import os
@@ -28,6 +29,8 @@ import subprocess
 import sys
 
 STATE = '/var/lib/ocigpu-cluster-users/managed.json'
+# One run at a time: the timer's and the playbook's would both add the same user.
+LOCK = '/run/ocigpu-cluster-users.lock'
 
 
 def read_directory(path):
@@ -147,7 +150,17 @@ def main(argv=None):
     parser.add_argument('directory', help='the directory file on the shared home')
     parser.add_argument('--state', default=STATE, help='where the names this program created are kept')
     parser.add_argument('--check', action='store_true', help='print what would change; change nothing')
+    parser.add_argument('--lock', default=LOCK, help='the lock file that keeps runs one at a time')
     args = parser.parse_args(argv)
+    if args.check:
+        return apply(args)
+    with open(args.lock, 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return apply(args)
+
+
+def apply(args):
+    """Read the directory and the accounts, and bring them in line (under the lock, but in --check)."""
     try:
         groups, users = read_directory(args.directory)
     except (OSError, ValueError) as e:

@@ -176,3 +176,23 @@ def test_enroot_is_the_privilege_groups_with_cluster_users(cluster_vars, group):
     defaults = trust(yaml.safe_load((ROOT / 'roles' / 'enroot' / 'defaults' / 'main.yml').read_text()))
     templar = Templar(loader=DataLoader(), variables=dict(defaults, **cluster_vars))
     assert templar.template(trust_as_template('{{ enroot_allowed_group }}')) == group
+
+
+def test_runs_wait_for_each_other(tmp_path):
+    """The timer's run and the playbook's once both added the same user ("user already exists"): a
+    run waits for the lock that another holds."""
+    import fcntl
+    import threading
+    directory = tmp_path / 'users.json'
+    directory.write_text(json.dumps({'groups': {}, 'users': {}}))
+    lock_path = tmp_path / 'lock'
+    result = []
+    with open(lock_path, 'w') as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        run = threading.Thread(target=lambda: result.append(
+            prog.main([str(directory), '--state', str(tmp_path / 'state.json'), '--lock', str(lock_path)])))
+        run.start()
+        run.join(0.5)
+        assert run.is_alive() and result == []
+    run.join(5)
+    assert result == [0]
