@@ -285,7 +285,7 @@ printf '   srun -N2 --container-image (as alice): %s\n' "${job[@]}"
 as_carol() { ssh -F "$work/ssh_config" -i "$work/carol_ed25519" -o IdentitiesOnly=yes "carol@$bastion_ip" "$@" 2>>"$work/users.log"; }
 as_carol srun -N1 true || die "carol cannot run a plain job"
 ssh -F "$work/ssh_config" -i "$work/carol_ed25519" -o IdentitiesOnly=yes "carol@$bastion_ip" \
-  srun -N1 --container-image=/srv/images/demo true > "$work/carol-container.log" 2>&1 && die "carol, outside the privilege group, ran a container"
+  srun -N1 --container-image=/srv/images/demo hostname > "$work/carol-container.log" 2>&1 && die "carol, outside the privilege group, ran a container"
 grep -q 'may not run enroot' "$work/carol-container.log" || { cat "$work/carol-container.log"; die "carol's container was refused for another reason"; }
 echo "   carol (not in privilege) runs jobs, and is refused a container: $(grep -o 'may not run enroot.*' "$work/carol-container.log" | head -1)"
 # mpirun across both nodes as alice, over her own MPI key (in her shared home): she reaches the first
