@@ -6,9 +6,19 @@ directory file with the commands it would run (--check)."""
 
 from __future__ import annotations
 
+import base64
+import fcntl
 import importlib.util
 import json
 import pathlib
+import threading
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from tests.unit.roles._trust import trust
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / 'roles' / 'cluster_user' / 'files' / 'ocigpu_cluster_users.py'
@@ -94,14 +104,6 @@ def test_the_command_line_reads_the_file_and_changes_nothing_in_check_mode(tmp_p
 
 # The playbook's decision (tasks/user.yml, "Decide the user's entry"), rendered as Ansible renders it:
 # the entry it writes, and what refuses the change before anything is written.
-import base64  # noqa: E402  (kept beside the tests that use it)
-
-import pytest  # noqa: E402
-import yaml  # noqa: E402
-from ansible.parsing.dataloader import DataLoader  # noqa: E402
-from ansible.template import Templar, trust_as_template  # noqa: E402
-
-from tests.unit.roles._trust import trust  # noqa: E402
 
 ROLE = ROOT / 'roles' / 'cluster_user'
 CONTROLLER = {'root': ['x', '0', '0', '', '/root', '/bin/bash'], 'opc': ['x', '1000', '1000', '', '/home/opc', '/bin/bash'],
@@ -181,8 +183,6 @@ def test_enroot_is_the_privilege_groups_with_cluster_users(cluster_vars, group):
 def test_runs_wait_for_each_other(tmp_path):
     """The timer's run and the playbook's once both added the same user ("user already exists"): a
     run waits for the lock that another holds."""
-    import fcntl
-    import threading
     directory = tmp_path / 'users.json'
     directory.write_text(json.dumps({'groups': {}, 'users': {}}))
     lock_path = tmp_path / 'lock'
