@@ -261,6 +261,11 @@ refused "bob with alice's uid $alice_uid" "uid $alice_uid is taken by alice" \
 refused "the name 'Bob Smith'" "cluster_user_name must be a user name" \
   -e "cluster_user_name='Bob Smith'" -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'"
 refused "a key that is not one" "is not one OpenSSH public key line" -e cluster_user_name=bob -e "cluster_user_ssh_key='ssh-ed25519 AAAAnot-a-key'"
+# A second run while one holds the directory's lock (a folder on the controller) waits for no one: it stops.
+on_ctl mkdir /run/ocigpu-cluster-user-playbook.lock
+refused "bob while another run holds the lock" "Another run of cluster_user.yml is changing the directory" \
+  -e cluster_user_name=bob -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'"
+on_ctl rmdir /run/ocigpu-cluster-user-playbook.lock || die "the refused run took away the other run's lock"
 # carol is outside the privilege group: she may run jobs, not containers.
 ssh-keygen -q -t ed25519 -N '' -C carol -f "$work/carol_ed25519"
 user_playbook "$work/user-carol.log" -e cluster_user_name=carol -e cluster_user_privileged=false \
