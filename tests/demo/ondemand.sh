@@ -174,7 +174,7 @@ cp "$work/demo.lock.yml" "$work/lock-before-join.yml"
 # A cluster user, added while no GPU node exists: the nodes that join apply the directory at boot.
 ssh-keygen -q -t ed25519 -N '' -C alice -f "$work/alice_ed25519"
 run_playbook "add the cluster user alice" "$work/user-add.log" -i "$work/demo.gpu_nodes.yml" playbooks/cluster_user.yml \
-  -e cluster_user_name=alice -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'"
+  -e @"$work/cluster.yml" -e cluster_user_name=alice -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'"
 echo "   alice: $(on_ctl id alice), before any GPU node exists"
 as_alice() { ssh -F "$work/ssh_config" -i "$work/alice_ed25519" -o IdentitiesOnly=yes "alice@$bastion_ip" "$@" 2>>"$work/users.log"; }
 

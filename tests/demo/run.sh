@@ -236,7 +236,7 @@ start=$(date +%s)
 ssh-keygen -q -t ed25519 -N '' -C alice -f "$work/alice_ed25519"
 user_playbook() {  # user_playbook LOG ARGS...: playbooks/cluster_user.yml against the demo's inventory
   local log=$1; shift
-  ansible-playbook -i "$work/demo.gpu_nodes.yml" playbooks/cluster_user.yml "$@" > "$log" 2>&1
+  ansible-playbook -i "$work/demo.gpu_nodes.yml" playbooks/cluster_user.yml -e @"$work/cluster.yml" "$@" > "$log" 2>&1
 }
 user_playbook "$work/user-add.log" -e cluster_user_name=alice -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'" \
   || { tail -30 "$work/user-add.log"; die "adding alice failed; see $work/user-add.log"; }
@@ -312,6 +312,13 @@ echo "   mpirun -np 2 --host $slurm_nodes hostname (as alice, from her SSH sessi
 if [ "$(wc -w <<< "$mpi")" -ne 2 ] || [ "$(tr ' ' '\n' <<< "$mpi" | sort -u | wc -l)" -ne 2 ]; then
   die "alice's mpirun did not run on both nodes: '$mpi'"
 fi
+# Her MPI key opens the hosts from the cluster's network only (from= the VCN, 198.18.120.0/22): this
+# machine reaches the bastion's public IP from 198.18.124.1, outside it, and is refused.
+ssh -F "$work/ssh_config" -i "$DEMO_SHARED_HOME/alice/.ssh/id_ed25519_mpi" -o IdentitiesOnly=yes -o BatchMode=yes \
+  "alice@$bastion_ip" true 2>>"$work/users.log" && die "alice's MPI key was accepted from outside the VCN"
+grep -q '^from="198.18.120.0/22",no-agent-forwarding' "$DEMO_SHARED_HOME/alice/.ssh/authorized_keys" \
+  || die "alice's MPI key is not limited to the VCN: $(cut -c1-60 "$DEMO_SHARED_HOME/alice/.ssh/authorized_keys")"
+echo "   alice's MPI key works inside the VCN and is refused from outside it (from=\"198.18.120.0/22\")"
 record "cluster users: add, refuse, log in, share, containers, mpirun" $(( $(date +%s) - start ))
 
 step "7. What the firewall lets through and what it refuses"

@@ -196,3 +196,18 @@ def test_runs_wait_for_each_other(tmp_path):
         assert run.is_alive() and result == []
     run.join(5)
     assert result == [0]
+
+
+@pytest.mark.parametrize('cluster_vars, options', [
+    ({'vcn_cidr': '10.0.0.0/16'}, 'from="10.0.0.0/16",no-agent-forwarding,no-port-forwarding,no-X11-forwarding'),
+    ({'vcn_cidr': '10.0.0.0/16', 'cluster_user_mpi_networks': ['10.0.1.0/24', '10.0.2.0/24']},
+     'from="10.0.1.0/24,10.0.2.0/24",no-agent-forwarding,no-port-forwarding,no-X11-forwarding'),
+    ({'cluster_user_mpi_networks': []}, 'no-agent-forwarding,no-port-forwarding,no-X11-forwarding'),
+])
+def test_the_mpi_key_is_accepted_from_the_clusters_network_only(cluster_vars, options):
+    """The MPI key lies in the shared home: authorized_keys takes it from the VCN only (from=)."""
+    values = trust(yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text()))
+    values.update(trust(yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())))
+    values.update(cluster_vars)
+    templar = Templar(loader=DataLoader(), variables=values)
+    assert templar.template(trust_as_template('{{ __cluster_user_mpi_options }}')) == options
