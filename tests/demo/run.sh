@@ -313,12 +313,15 @@ if [ "$(wc -w <<< "$mpi")" -ne 2 ] || [ "$(tr ' ' '\n' <<< "$mpi" | sort -u | wc
   die "alice's mpirun did not run on both nodes: '$mpi'"
 fi
 # Her MPI key opens the hosts from the cluster's network only (from= the VCN, 198.18.120.0/22): this
-# machine reaches the bastion's public IP from 198.18.124.1, outside it, and is refused.
+# machine reaches the bastion's public IP from outside it, and is refused.
+# shellcheck disable=SC2016  # expands on the controller
+src=$(as_alice 'echo "${SSH_CLIENT%% *}"')
+# A connection of its own (ControlPath=none): alice's open one would let it in without a key.
 ssh -F "$work/ssh_config" -i "$DEMO_SHARED_HOME/alice/.ssh/id_ed25519_mpi" -o IdentitiesOnly=yes -o BatchMode=yes \
-  "alice@$bastion_ip" true 2>>"$work/users.log" && die "alice's MPI key was accepted from outside the VCN"
+  -o ControlPath=none "alice@$bastion_ip" true 2>>"$work/users.log" && die "alice's MPI key was accepted from outside the VCN (from $src)"
 grep -q '^from="198.18.120.0/22",no-agent-forwarding' "$DEMO_SHARED_HOME/alice/.ssh/authorized_keys" \
   || die "alice's MPI key is not limited to the VCN: $(cut -c1-60 "$DEMO_SHARED_HOME/alice/.ssh/authorized_keys")"
-echo "   alice's MPI key works inside the VCN and is refused from outside it (from=\"198.18.120.0/22\")"
+echo "   alice's MPI key works inside the VCN and is refused from $src, outside it (from=\"198.18.120.0/22\")"
 record "cluster users: add, refuse, log in, share, containers, mpirun" $(( $(date +%s) - start ))
 
 step "7. What the firewall lets through and what it refuses"
