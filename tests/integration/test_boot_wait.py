@@ -25,14 +25,16 @@ gpu-b ansible_host=198.18.255.202 ansible_user=nobody
 """
 
 
-def run_wait(tmp_path, inventory, *args, path=None):
+def run_wait(tmp_path, inventory, *args, path=None, playbook='boot_wait.yml', extra_env=None):
+    """Run boot_wait.yml (or another playbook, by its path) with the inventory and a 3 s timeout."""
     (tmp_path / 'hosts.ini').write_text(inventory.format(python=sys.executable))
-    env = dict(os.environ, PATH=path or os.environ['PATH'], ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'), ANSIBLE_NOCOLOR='1',
+    env = dict(os.environ, PATH=path or os.environ['PATH'], **(extra_env or {}),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'), ANSIBLE_NOCOLOR='1',
                ANSIBLE_RETRY_FILES_ENABLED='0', ANSIBLE_HOST_KEY_CHECKING='0', ANSIBLE_LOCALHOST_WARNING='0',
                # Nothing answers at those addresses: fail each SSH attempt fast.
                ANSIBLE_SSH_ARGS='-o ConnectTimeout=2 -o BatchMode=yes')
     cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', str(tmp_path / 'hosts.ini'),
-           os.path.join(COLLECTION_PLAYBOOKS, 'boot_wait.yml'), '-e', 'boot_wait_timeout=3'] + list(args)
+           os.path.join(COLLECTION_PLAYBOOKS, playbook) if playbook == 'boot_wait.yml' else playbook, '-e', 'boot_wait_timeout=3'] + list(args)
     # cwd outside the checkout: the repository's ansible.cfg (fact cache, callbacks) stays out of it.
     out = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120, check=False)
     print(out.stdout[-6000:], out.stderr[-2000:])
@@ -56,6 +58,35 @@ def test_hosts_that_answer_pass_and_cloud_init_absent_counts_as_ready(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:]
     assert 'cloud-init is not installed' in out.stdout
     assert re.search(r'ctl\s+:\s+ok=\d+\s+changed=0\s+unreachable=0\s+failed=0', out.stdout)
+
+
+def task_results(stdout, task):
+    """{host: status} of one task's lines in the default callback's output."""
+    part = stdout.split('TASK [%s]' % task, 1)[1].split('\nTASK [', 1)[0]
+    return dict((m.group(2), m.group(1)) for m in re.finditer(r'^(ok|skipping|fatal|changed): \[([^\]]+)\]', part, re.M))
+
+
+def test_a_host_reached_before_is_asked_once_and_one_that_no_longer_answers_still_waits(tmp_path):
+    """A host whose facts are cached (a re-run) gets cloud-init's wait at once, with no
+    wait_for_connection (a new SSH connection); a cached host that does not answer falls back to the
+    wait and is named like the others."""
+    cache = dict(ANSIBLE_CACHE_PLUGIN='jsonfile', ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / 'facts'), ANSIBLE_GATHERING='smart')
+    gather = tmp_path / 'gather.yml'
+    gather.write_text('- hosts: ctl\n  gather_facts: false\n  tasks:\n    - ansible.builtin.setup:\n        gather_subset: [min]\n')
+    assert run_wait(tmp_path, INVENTORY, playbook=str(gather), extra_env=cache).returncode == 0
+    # gpu-a was "reached before" too: the same cached facts under its name.
+    # (ansible-core names the cache file <format prefix><host>: s1_ctl.)
+    ctl_file = [f for f in (tmp_path / 'facts').iterdir() if f.name.endswith('ctl')]
+    assert len(ctl_file) == 1, list((tmp_path / 'facts').iterdir())
+    (tmp_path / 'facts' / (ctl_file[0].name[:-len('ctl')] + 'gpu-a')).write_text(ctl_file[0].read_text())
+    out = run_wait(tmp_path, INVENTORY, extra_env=cache)
+    assert task_results(out.stdout, 'Wait until cloud-init has finished on the hosts that answer') == {
+        'ctl': 'ok', 'gpu-a': 'fatal', 'gpu-b': 'skipping'}, out.stdout
+    assert task_results(out.stdout, 'Wait until the host answers SSH') == {
+        'ctl': 'skipping', 'gpu-a': 'ok', 'gpu-b': 'ok'}, out.stdout
+    assert out.returncode != 0
+    named = out.stdout.split('(boot_wait_timeout):', 1)[1].split('\n', 1)[0]
+    assert 'gpu-a: did not answer SSH' in named and 'gpu-b: did not answer SSH' in named and 'ctl:' not in named, named
 
 
 def fake_cloud_init(tmp_path, script):
