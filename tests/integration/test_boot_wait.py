@@ -26,7 +26,7 @@ gpu-b ansible_host=198.18.255.202 ansible_user=nobody
 
 
 def run_wait(tmp_path, inventory, *args, path=None, playbook='boot_wait.yml', extra_env=None):
-    """Run boot_wait.yml (or another playbook, by its path) with the inventory and a 3 s timeout."""
+    """Run boot_wait.yml (or another playbook, by its absolute path) with the inventory and a 3 s timeout."""
     (tmp_path / 'hosts.ini').write_text(inventory.format(python=sys.executable))
     env = dict(os.environ, PATH=path or os.environ['PATH'], **(extra_env or {}),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'), ANSIBLE_NOCOLOR='1',
@@ -34,11 +34,16 @@ def run_wait(tmp_path, inventory, *args, path=None, playbook='boot_wait.yml', ex
                # Nothing answers at those addresses: fail each SSH attempt fast.
                ANSIBLE_SSH_ARGS='-o ConnectTimeout=2 -o BatchMode=yes')
     cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', str(tmp_path / 'hosts.ini'),
-           os.path.join(COLLECTION_PLAYBOOKS, playbook) if playbook == 'boot_wait.yml' else playbook, '-e', 'boot_wait_timeout=3'] + list(args)
+           os.path.join(COLLECTION_PLAYBOOKS, playbook), '-e', 'boot_wait_timeout=3'] + list(args)
     # cwd outside the checkout: the repository's ansible.cfg (fact cache, callbacks) stays out of it.
     out = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120, check=False)
     print(out.stdout[-6000:], out.stderr[-2000:])
     return out
+
+
+def named_not_ready(stdout):
+    """The hosts part of the one message that names the hosts that are not ready."""
+    return stdout.split('(boot_wait_timeout):', 1)[1].split('\n', 1)[0]
 
 
 def test_the_timeout_names_every_host_that_did_not_answer_in_one_message(tmp_path):
@@ -48,7 +53,7 @@ def test_the_timeout_names_every_host_that_did_not_answer_in_one_message(tmp_pat
     assert len(failures) == 1, 'one failure, not one per host: %s' % failures
     message = out.stdout[out.stdout.index(failures[0]):]
     assert re.search(r'2 of 3 hosts are not ready after 3 s', message), message
-    named = message.split('(boot_wait_timeout):', 1)[1].split('\n', 1)[0]
+    named = named_not_ready(message)
     assert 'gpu-a: did not answer SSH' in named and 'gpu-b: did not answer SSH' in named and 'ctl:' not in named, named
     assert 'boot_wait_timeout' in message
 
@@ -85,7 +90,7 @@ def test_a_host_reached_before_is_asked_once_and_one_that_no_longer_answers_stil
     assert task_results(out.stdout, 'Wait until the host answers SSH') == {
         'ctl': 'skipping', 'gpu-a': 'ok', 'gpu-b': 'ok'}, out.stdout
     assert out.returncode != 0
-    named = out.stdout.split('(boot_wait_timeout):', 1)[1].split('\n', 1)[0]
+    named = named_not_ready(out.stdout)
     assert 'gpu-a: did not answer SSH' in named and 'gpu-b: did not answer SSH' in named and 'ctl:' not in named, named
 
 
