@@ -66,6 +66,7 @@ SERVICE_DEFAULTS = dict(
     max_resume_attempts=5,       # failed resumes in a row before a job is held
     retry_backoff=[60, 120, 300, 600],  # seconds before a requeued job may start again, by attempt
     scontrol_retry_seconds=300,  # how long an scontrol that cannot reach slurmctld is tried again
+    reconfigure_delay=5,         # seconds one scontrol reconfigure waits for the other placements of a burst
     squeue='squeue',
 )
 DEFAULTS = dict(

@@ -206,6 +206,8 @@ class Service(object):
         self.resumed = set()     # names this service resumed that may still be booting (not taken over)
         self.last_reconcile = None
         self.last_heal = None
+        self.reconfigure_for = []    # the placements the next scontrol reconfigure is for
+        self.reconfigure_thread = None
         self.state = StateFile(config['state_file'])
         self.healer = Healer(config, slurm, self.state, clock=self.clock)
 
@@ -289,8 +291,12 @@ class Service(object):
                 self.active.pop(rid, None)
 
     def wait(self, timeout=None):
-        """Wait for the started requests to end (tests and `--once`)."""
+        """Wait for the started requests to end, and for the reconfigure they asked for (tests and `--once`)."""
         for thread in list(self.threads):
+            thread.join(timeout)
+        with self.lock:
+            thread = self.reconfigure_thread
+        if thread is not None:
             thread.join(timeout)
 
     # resume
@@ -349,12 +355,41 @@ class Service(object):
             return
         moved, changed = done
         lost = sorted(set(m['name'] for m in mapping) - set(found))
-        status = self.slurm.command([self.slurm.scontrol, 'reconfigure']) if changed else 0
         log.info('topology %s: %s%s%s', what,
                  ', '.join('%s in local block %s' % (n, found[n][2][-8:]) for n in moved) or 'no node moved',
                  '; host not found for %s (left in the switch unknown)' % compress_hostlist(lost) if lost else '',
-                 '' if not changed else ('; topology.conf rewritten, slurmctld reconfigured' if not status
-                                         else '; topology.conf rewritten, scontrol reconfigure exited %s' % status))
+                 '; topology.conf rewritten, slurmctld reconfigured within %ss' % self.config['reconfigure_delay']
+                 if changed else '')
+        if changed:
+            self._reconfigure_soon(what)
+
+    def _reconfigure_soon(self, what):
+        """One ``scontrol reconfigure`` for the placements of the next ``reconfigure_delay`` seconds.
+
+        Since Slurm 23.11 a reconfigure restarts slurmctld, which answers no one meanwhile; the groups of
+        one resume end within seconds of each other, and one restart each kept squeue, the jobs' comments
+        and the other groups' ``scontrol update`` waiting for tens of seconds."""
+        with self.lock:
+            self.reconfigure_for.append(what)
+            if self.reconfigure_thread is not None:
+                return
+            thread = self.reconfigure_thread = threading.Thread(target=self._reconfigure, name='reconfigure')
+        thread.daemon = True
+        thread.start()
+
+    def _reconfigure(self):
+        # Placements made while scontrol runs get one more reconfigure after it. One lost when the service
+        # stops is not needed: topology.conf is written, and slurmctld reads it when it starts.
+        while True:
+            time.sleep(float(self.config['reconfigure_delay']))
+            with self.lock:
+                whats, self.reconfigure_for = self.reconfigure_for, []
+                if not whats:
+                    self.reconfigure_thread = None
+                    return
+            status = self.slurm.command([self.slurm.scontrol, 'reconfigure'])
+            log.info('topology: %s for %s', 'slurmctld reconfigured' if not status
+                     else 'scontrol reconfigure exited %s' % status, '; '.join(whats))
 
     def _node_setup(self, mapping):
         if not self.config.get('node_setup_command'):

@@ -18,7 +18,7 @@ from tests.unit.plugins.module_utils.test_autoscale_faults import (
 
 
 def make(config, fake, **changes):  # pylint: disable=redefined-outer-name
-    conf = dict(config, **dict(dict(service=True, scontrol_retry_seconds=5), **changes))
+    conf = dict(config, **dict(dict(service=True, scontrol_retry_seconds=5, reconfigure_delay=0.2), **changes))
     _autoscale.setup_logging(conf['log_file'])
     slurm = service.Slurm(conf, run=fake.run, read=fake.read, sleep=lambda s: None)
     return conf, service.Service(conf, _autoscale.Autoscaler, slurm)
@@ -372,6 +372,30 @@ def test_on_demand_nodes_move_from_the_unknown_switch_to_their_local_blocks_when
     assert open(topo['conf']).read().splitlines() == lines
     assert fake.reconfigured == 1
     logged(config, 'topology gpu-4 for job 2: not updated')
+
+
+def test_the_groups_of_one_resume_placed_within_seconds_share_one_reconfigure(sim, tmp_path, config):
+    # Each reconfigure restarts slurmctld (Slurm 23.11 and later): three jobs resumed at once make one.
+    names = _hostlist.expand_hostlist(config['nodes'])
+    topo = _topology(tmp_path, names)
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, topology=topo, reconfigure_delay=2)
+    for job, nodes in ((1, ['gpu-1', 'gpu-2']), (2, ['gpu-3']), (3, ['gpu-4'])):
+        fake.allocate(job, nodes)
+    service.submit(conf, 'resume', 'gpu-[1-4]', [dict(job_id=1, nodes='gpu-[1-2]'), dict(job_id=2, nodes='gpu-3'),
+                                                 dict(job_id=3, nodes='gpu-4')])
+    run_all(svc)
+    assert sorted(json.load(open(topo['places']))) == ['gpu-1', 'gpu-2', 'gpu-3', 'gpu-4']
+    assert fake.reconfigured == 1
+    line, = [x for x in open(conf['log_file']).read().splitlines() if 'topology: slurmctld reconfigured for ' in x]
+    assert all(('%s for job %d' % (n, j)) in line for n, j in (('gpu-[1-2]', 1), ('gpu-3', 2), ('gpu-4', 3)))
+
+    # A placement while none is due gets its own, after the delay.
+    fake.allocate(4, ['gpu-5'])
+    service.submit(conf, 'resume', 'gpu-5', [dict(job_id=4, nodes='gpu-5')])
+    run_all(svc)
+    assert fake.reconfigured == 2
+    logged(conf, 'topology: slurmctld reconfigured for gpu-5 for job 4')
 
 
 def test_without_the_slurm_roles_inputs_topology_is_left_alone(sim, tmp_path, config):
