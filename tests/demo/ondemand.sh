@@ -161,7 +161,8 @@ run_playbook "configure the controller" "$work/configure.log" -i "$work/demo.gpu
   -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME" \
   ${HEAL:+-e "@$work/heal-vars.yml"}
 on_ctl sinfo | sed 's/^/   /'
-on_ctl grep -E '^(SuspendTime|ResumeTimeout|ResumeProgram|SuspendProgram|NodeName=gpu)' /etc/slurm/slurm.conf | sed 's/^/   slurm.conf: /'
+on_ctl grep -E '^(SuspendTime|ResumeTimeout|ResumeProgram|SuspendProgram)' /etc/slurm/slurm.conf | sed 's/^/   slurm.conf: /'
+on_ctl grep -E '^NodeName=gpu' /etc/slurm/nodes.conf | sed 's/^/   nodes.conf: /'
 on_ctl systemctl is-active ocigpu-pull-server | sed 's/^/   pull server: /'
 # No GPU node exists yet, and the lock file already holds every file the joining nodes download
 # (configure.yml locks them for the nodes that join later, docs/artifacts.md).

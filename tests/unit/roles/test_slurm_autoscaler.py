@@ -106,7 +106,7 @@ def test_slurm_settings_entry_point_feeds_the_slurm_role(tmp_path, shape, node_l
     assert (c['SuspendTime'], c['ResumeTimeout'], c['SuspendTimeout'], c['TreeWidth']) == ('600', '2400', '600', '65533')
     assert c['PrivateData'] == 'cloud' and c['MaxJobCount'] == '5000'
     assert c['SlurmctldParameters'] == 'enable_configless,reboot_from_controller,idle_on_node_suspend'
-    assert node_line in text.splitlines()
+    assert node_line in render('nodes.conf.j2', GPU_NODES, slurm_config=keys, slurm_extra_nodes=got['nodes']).splitlines()
     assert 'PartitionName=compute Nodes=ALL' in text
 
 

@@ -66,11 +66,14 @@ GPU_NODES = {'gpu-1': gpu_node('gpu-1', '10.0.1.11'), 'gpu-2': gpu_node('gpu-2',
 
 def test_gpu_nodes_get_gres_and_topology_from_facts():
     text = render('slurm.conf.j2', GPU_NODES)
+    # The nodes are in nodes.conf, named relative to slurm.conf's folder (configless mode serves it).
+    assert 'Include nodes.conf' in text.splitlines() and 'NodeName' not in text
+    text = render('nodes.conf.j2', GPU_NODES)
     assert ('NodeName=gpu-1 NodeAddr=10.0.1.11 CPUs=128 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 '
             'RealMemory=1960534 Gres=gpu:a100:8 State=UNKNOWN') in text.splitlines()
     # 2063720 MB less 5 %, rounded down
     assert 1960534 == int(2063720 * 95 / 100)
-    c = conf(text)
+    c = conf(render('slurm.conf.j2', GPU_NODES))
     assert c['GresTypes'] == 'gpu'
     assert c['SlurmctldHost'] == 'bastion(10.0.0.2)'
     assert c['SlurmctldParameters'] == 'enable_configless'
@@ -78,7 +81,8 @@ def test_gpu_nodes_get_gres_and_topology_from_facts():
     assert c['MpiDefault'] == 'pmix'
     assert c['Prolog'] == '/etc/slurm/prolog.d/*'
     assert 'AccountingStorageType' not in c
-    assert 'PartitionName=compute Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO' in text
+    assert 'PartitionName=compute Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO' in render(
+        'slurm.conf.j2', GPU_NODES)
 
 
 def test_gres_conf_follows_each_nodes_plugins():
@@ -97,7 +101,7 @@ def test_gres_conf_follows_each_nodes_plugins():
 def test_nodes_without_gpus_have_no_gres_and_pmi2_when_one_lacks_pmix():
     nodes = {'cpu-1': gpu_node('cpu-1', '198.18.10.11', count=0, pmix=True, vcpus=2, sockets=1, cores=2, threads=1, mem=24000),
              'cpu-2': gpu_node('cpu-2', '198.18.10.12', count=0, pmix=False, vcpus=2, sockets=1, cores=2, threads=1, mem=24000)}
-    text = render('slurm.conf.j2', nodes)
+    text = render('slurm.conf.j2', nodes) + render('nodes.conf.j2', nodes)
     assert 'Gres' not in text
     assert conf(text)['MpiDefault'] == 'pmi2'
     assert 'NodeName=cpu-1 NodeAddr=198.18.10.11 CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=22800 State=UNKNOWN' in text
@@ -109,6 +113,7 @@ def test_overrides_and_omit():
                   slurm_config={'SchedulerType': 'omit', 'MaxJobCount': 50000, 'ReturnToService': 1},
                   slurm_mpi_default='pmi2', slurm_accounting_enabled=True,
                   slurm_extra_nodes=['NodeName=cloud-[1-4] CPUs=128 State=CLOUD'])
+    nodes = render('nodes.conf.j2', GPU_NODES, slurm_extra_nodes=['NodeName=cloud-[1-4] CPUs=128 State=CLOUD'])
     c = conf(text)
     assert 'SchedulerType' not in c
     assert c['MaxJobCount'] == '50000'
@@ -116,7 +121,7 @@ def test_overrides_and_omit():
     assert c['MpiDefault'] == 'pmi2'
     assert c['AccountingStorageType'] == 'accounting_storage/slurmdbd'
     assert c['AccountingStorageTRES'] == 'gres/gpu'
-    assert 'NodeName=cloud-[1-4] CPUs=128 State=CLOUD' in text.splitlines()
+    assert 'NodeName=cloud-[1-4] CPUs=128 State=CLOUD' in nodes.splitlines()
 
 
 def test_cgroup_conf_defaults_and_omit():
