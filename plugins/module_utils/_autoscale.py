@@ -98,6 +98,15 @@ def check_config(data):
     if missing:
         raise InputError('config: %s missing' % ', '.join(missing))
     config['node_names'] = expand_hostlist(config['nodes'])
+    static = config.get('static') or {}
+    if static:
+        # Static nodes the self-healing loop replaces through the cluster network's pool (_autoscale_static.py).
+        missing = [k for k in ('cluster_network_id', 'nodes') if not static.get(k)]
+        if missing:
+            raise InputError('config: static.%s missing' % ', static.'.join(missing))
+        both = set(expand_hostlist(static['nodes'])) & set(config['node_names'])
+        if both:
+            raise InputError('static.nodes: %s are on-demand nodes too' % compress_hostlist(both))
     if int(config['max_nodes_per_cluster_network']) < 0:
         raise InputError('max_nodes_per_cluster_network: must be 0 (no limit) or more')
     return config
@@ -267,9 +276,9 @@ class Autoscaler(object):
         slurmd with it; only instances whose tag or name differ are updated."""
         for m in mapping:
             _launch.label_instance(self.session, m['id'], display_name='%s-%s' % (self.config['cluster_name'], m['name']),
-                                   freeform_tags=dict(self._pull_tags(), **{NODE_TAG: m['name']}))
+                                   freeform_tags=dict(self.pull_tags(), **{NODE_TAG: m['name']}))
 
-    def _pull_tags(self):
+    def pull_tags(self):
         """Where a node that configures itself at boot finds the controller (roles/slurm_autoscaler/files/ocigpu_pull.py):
         its pull server and the SHA-256 of that server's certificate; none without a pull section."""
         pull = self.config.get('pull') or {}

@@ -43,12 +43,13 @@ from __future__ import annotations
 import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import log
+from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_static import static_names
 from ansible_collections.ocigpu.cluster.plugins.module_utils._health import ACTIVE_DRAIN_PREFIX, DRAIN_PREFIX, write_text
 
 HEAL_PREFIX = 'ocigpu-heal:'
 DEFAULTS = dict(enabled=False, checks=['gpu_count', 'xid', 'rdma_links', 'nvme_scratch', 'nccl_active'], max_at_once=1,
                 max_per_hour=4, min_in_service_share=0.5, max_failures=2, failure_window=3600, poll_interval=10,
-                metrics_file='')
+                metrics_file='', static_timeout=1800)
 BUSY = ('ALLOCATED', 'MIXED', 'COMPLETING')
 
 
@@ -69,7 +70,8 @@ def hardware_checks(reason, checks):
 
 
 # What a node's record step is called in the metrics.
-STEP_NAMES = dict(down='replacing', up='powering_up', again='retrying', healthy='in_service', left='left_for_a_person')
+STEP_NAMES = dict(down='replacing', up='powering_up', again='retrying', healthy='in_service', left='left_for_a_person',
+                  pool='replacing_in_the_pool')
 COUNTED = ('replaced', 'powered_up', 'healed', 'failed', 'left')
 
 
@@ -104,13 +106,17 @@ def _powered_up(state):
 class Healer(object):
     """One step of the loop per call of ``step(nodes)`` (the service's reconcile)."""
 
-    def __init__(self, config, slurm, state, clock=time.time):
+    def __init__(self, config, slurm, state, clock=time.time, submit=None):
         self.config = config
         self.heal = settings(config)
         self.slurm = slurm
         self.state = state          # the service's StateFile: key 'heal'
         self.clock = clock
         self.reason_prefix = config['resume_fail_reason_prefix']
+        # Static nodes of the cluster network (config 'static'): replaced through its pool by a request
+        # to the service (submit('replace', name, addr=...)), not by a power down and up.
+        self.static = static_names(config) if submit else []
+        self.submit = submit
 
     def _read(self):
         return self.state.read().get('heal') or dict(nodes={}, started=[], paused=False)
@@ -133,17 +139,12 @@ class Healer(object):
         heal = self._read()
         followed = set()
         for name in sorted(heal['nodes']):
-            if name in nodes and name not in busy and heal['nodes'][name].get('step') in ('down', 'up', 'healthy'):
+            if name in nodes and name not in busy and heal['nodes'][name].get('step') in ('down', 'up', 'healthy', 'pool'):
                 self._follow(name, heal['nodes'][name], nodes[name], now, done)
                 followed.add(name)
         # What Slurm showed is older than the commands just given for the nodes followed: those wait.
         self._start(dict((n, v) for n, v in nodes.items() if n not in followed), busy, now, done)
-        if any(done.values()):
-            def count(h):
-                counts = h.setdefault('counts', {})
-                for key, names in done.items():
-                    counts[key] = int(counts.get(key, 0)) + len(names)
-            self._write(count)
+        self._count(done)
         if self.heal['metrics_file']:
             try:
                 # Whole or not at all, as the exporter reads it, and readable by its user (0644).
@@ -155,6 +156,9 @@ class Healer(object):
     # nodes being replaced
     def _follow(self, name, rec, node, now, done):
         flags, reason = node
+        if name in self.static and rec['step'] in ('pool', 'up'):
+            self._follow_static(name, rec, node, now, done)
+            return
         if rec['step'] == 'down':
             if 'POWERED_DOWN' in flags and 'POWERING_DOWN' not in flags:
                 # The loop's own drain goes first (Slurm may keep DRAIN over a power down): the new
@@ -227,6 +231,79 @@ class Healer(object):
             self._set(name, up_since=now)
             log.info('heal %s: still powered down; POWER_UP again', name)
 
+    # static nodes, replaced through the pool
+    def replacing(self, name):
+        """Whether name is a static node whose new instance is on its way (its pull reports a failure)."""
+        return name in self.static and (self._read()['nodes'].get(name) or {}).get('step') in ('pool', 'up')
+
+    def replaced(self, name, found, error):
+        """The service's replacement of a static node ended: found (the new instance) or error."""
+        rec = self._read()['nodes'].get(name) or {}
+        done = dict(replaced=[], powered_up=[], healed=[], failed=[], left=[])
+        if found is not None:
+            self._set(name, step='up', up_since=self.clock(), instance_id=found['id'])
+            log.info('heal %s: new instance %s at %s from the pool; waiting for its pull, checks and slurmd',
+                     name, found['id'], found['private_ip'])
+            done['powered_up'].append(name)
+        elif 'out of host capacity' in error.lower():
+            self._leave(name, 'no host for a new instance (%s); left drained, nothing else is tried' % error, done)
+        else:
+            self._fail(name, rec, 'the replacement through the pool failed: %s' % error, done)
+        self._count(done)
+
+    def _follow_static(self, name, rec, node, now, done):
+        flags, reason = node
+        if rec['step'] == 'pool':
+            # The service's request ended without a word (an unexpected error): it is asked again; the
+            # replacement picks up where it was (_autoscale_static.py).
+            if now - rec['since'] > 120:
+                self.submit('replace', name, addr=rec.get('addr', ''))
+                self._set(name, since=now)
+                log.warning('heal %s: its replacement through the pool ended without a result; asked again', name)
+            return
+        if reason.startswith(self.reason_prefix):
+            self._fail(name, rec, 'the new instance failed: %s' % reason[len(self.reason_prefix):].lstrip(': '), done)
+            return
+        fields = self.slurm.node_fields(name) or {}
+        started = fields.get('slurmd_start')
+        if started is not None and started >= rec['up_since'] - 5 and not flags & {'DOWN', 'NOT_RESPONDING'}:
+            # The new instance's slurmd registered (it starts only after the pull and the checks passed).
+            if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
+                self.slurm.return_to_service(name)
+            self._set(name, step='healthy', healed_at=now)
+            self._write(lambda h: h.__setitem__('last_drain_to_service', now - rec['drained_seen']))
+            log.info('heal %s: back in service after %.0fs (drain to registered; the new instance passed its checks)',
+                     name, now - rec['drained_seen'])
+            done['healed'].append(name)
+        elif now - rec['up_since'] > float(self.heal['static_timeout']):
+            self._fail(name, rec, 'the new instance did not register within %ss' % self.heal['static_timeout'], done)
+
+    def _start_static(self, name, rec, old, now):
+        """Drain the node with the loop's reason and ask the service to replace it through the pool."""
+        fields = self.slurm.node_fields(name)
+        if fields is None:
+            return 'slurmctld does not answer'
+        status = self._update(name, 'state=DRAIN', 'reason=%s replacing (%s)' % (HEAL_PREFIX, old))
+        if status:
+            return 'DRAIN failed (scontrol exited %s)' % status
+        self.submit('replace', name, addr=fields.get('addr') or '')
+
+        def start(h):
+            h['nodes'][name] = dict(step='pool', since=now, up_since=now, addr=fields.get('addr') or '',
+                                    drained_seen=rec.get('drained_seen', now), failures=int(rec.get('failures', 0)),
+                                    reason=old)
+            self._started(h, now)
+        self._write(start)
+        return None
+
+    def _count(self, done):
+        if any(done.values()):
+            def count(h):
+                counts = h.setdefault('counts', {})
+                for key, names in done.items():
+                    counts[key] = int(counts.get(key, 0)) + len(names)
+            self._write(count)
+
     def _fail(self, name, rec, why, done):
         failures = int(rec.get('failures', 0)) + 1
         if failures >= int(self.heal['max_failures']):
@@ -262,7 +339,7 @@ class Healer(object):
     def _start(self, nodes, busy, now, done):
         checks = self.heal['checks']
         heal = self._read()
-        up = [n for n in self.config['node_names'] if n in nodes and _powered_up(nodes[n][0])]
+        up = [n for n in self.config['node_names'] + self.static if n in nodes and _powered_up(nodes[n][0])]
         sick = [n for n in up if 'DRAIN' in nodes[n][0] and hardware_checks(nodes[n][1], checks)]
         # A node left for a person that a person returned to service (no longer drained) starts afresh.
         for name, rec in list(heal['nodes'].items()):
@@ -275,6 +352,10 @@ class Healer(object):
         # reconcile than the one that saw the failure): only a power up is left to do.
         candidates += [n for n, r in sorted(heal['nodes'].items()) if r.get('step') == 'again' and n in nodes
                        and n not in busy and 'POWERED_DOWN' in nodes[n][0] and 'POWERING_DOWN' not in nodes[n][0]
+                       and now > float(r.get('failed_at', 0))]
+        # A static node whose new instance failed is replaced again (it stays drained meanwhile).
+        candidates += [n for n, r in sorted(heal['nodes'].items()) if r.get('step') == 'again' and n in self.static
+                       and n in nodes and n not in busy and n not in candidates and not nodes[n][0] & set(BUSY)
                        and now > float(r.get('failed_at', 0))]
         # Slurm powered a sick idle node down before the loop got to it (SuspendTime): its instance is
         # gone already, and the next one is checked in its pull. It goes back to service powered down.
@@ -296,7 +377,7 @@ class Healer(object):
             done['replaced'].append(name)
         if not candidates:
             return
-        at_work = [n for n, r in heal['nodes'].items() if r.get('step') in ('down', 'up')]
+        at_work = [n for n, r in heal['nodes'].items() if r.get('step') in ('down', 'up', 'pool')]
         if len(sick) >= 2 and len(sick) > (1.0 - float(self.heal['min_in_service_share'])) * len(up):
             if not heal.get('paused'):
                 log.warning('heal: %d of %d powered-up on-demand nodes are drained by the checks at once (more than %d%%); '
@@ -318,6 +399,18 @@ class Healer(object):
                 break
             rec = heal['nodes'].get(name, {})
             old = nodes[name][1] if name in sick else rec.get('reason', '')
+            if name in self.static:
+                why = self._start_static(name, rec, old, now)
+                if why:
+                    log.warning('heal %s: not replaced now: %s; tried again later', name, why)
+                    continue
+                at_work.append(name)
+                recent.append(now)
+                log.info('heal %s: drained by the checks (%s) with no job on it; replacing its instance through the '
+                         'cluster network\'s pool (replacement %d of at most %s this hour)', name, old, len(recent),
+                         self.heal['max_per_hour'])
+                done['replaced'].append(name)
+                continue
             if name in sick:
                 status = self.slurm.power_down(name, '%s replacing (%s)' % (HEAL_PREFIX, old))
             else:

@@ -50,6 +50,7 @@ import uuid
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
     ResumeFailed, StateFile, _error_text, log, scontrol_address_commands, scontrol_fail_command)
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_static
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_heal import Healer
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
@@ -175,6 +176,17 @@ class Slurm(object):
             found[name.group(1)] = (set(state.group(1).split('+')), reason.group(1) if reason else '')
         return found
 
+    def node_fields(self, name):
+        """One node's NodeAddr and SlurmdStartTime (seconds since the epoch, None when it never started)
+        from `scontrol -o show node`; None when slurmctld does not answer."""
+        status, out = self._read([self.scontrol, '-o', 'show', 'node', name])
+        if status != 0:
+            return None
+        addr = re.search(r'(?:^| )NodeAddr=(\S+)', out)
+        started = re.search(r' SlurmdStartTime=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)', out)
+        return dict(addr=addr.group(1) if addr else None,
+                    slurmd_start=time.mktime(time.strptime(started.group(1), '%Y-%m-%dT%H:%M:%S')) if started else None)
+
     def jobs_on(self, names):
         """[{'job_id', 'nodes'}] of the pending or configuring jobs that hold any of the names."""
         status, out = self._read([self.squeue, '-h', '-t', 'CF,PD', '-o', '%i %N'])
@@ -209,7 +221,8 @@ class Service(object):
         self.reconfigure_for = []    # the placements the next scontrol reconfigure is for
         self.reconfigure_thread = None
         self.state = StateFile(config['state_file'])
-        self.healer = Healer(config, slurm, self.state, clock=self.clock)
+        self.healer = Healer(config, slurm, self.state, clock=self.clock,
+                             submit=lambda action, name, **extra: submit(config, action, name, source='heal', **extra))
 
     # requests
     def waiting(self):
@@ -280,6 +293,8 @@ class Service(object):
                 self.resume(request)
             elif request['action'] == PULL_FAILED:
                 self.pull_failed(request)
+            elif request['action'] == 'replace':
+                self.replace_static(request)
             else:
                 self.suspend(request)
         except Exception as exc:  # pylint: disable=broad-except
@@ -476,10 +491,20 @@ class Service(object):
         those), and the job is held after max_resume_attempts of them."""
         names = expand_hostlist(request['nodes'])
         what = compress_hostlist(names)
-        nodes = self.slurm.nodes(what) or {}
-        booting = [n for n in names if 'POWERING_UP' in nodes.get(n, ((), ''))[0]]
         message = 'the pull on %s failed: %s' % (
             request.get('instance_id') or 'its instance', request.get('message') or 'no reason given')
+        static = [n for n in names if self.healer.replacing(n)]
+        for name in static:
+            # A static node's new instance: it stays drained, with the reason the Healer reads as a failure.
+            self.slurm.command([self.slurm.scontrol, 'update', 'nodename=%s' % name, 'state=DRAIN',
+                                'reason=%s: %s' % (self.config['resume_fail_reason_prefix'], message[:180])])
+            log.error('%s: %s; left drained, the self-healing loop counts a failed replacement', name, message)
+        names = [n for n in names if n not in static]
+        if not names:
+            return True
+        what = compress_hostlist(names)
+        nodes = self.slurm.nodes(what) or {}
+        booting = [n for n in names if 'POWERING_UP' in nodes.get(n, ((), ''))[0]]
         if not booting:
             log.warning('%s: %s; not powering up (%s), left alone', what, message,
                         ', '.join('%s %s' % (n, '+'.join(sorted(nodes[n][0]))) for n in names if n in nodes) or 'unknown')
@@ -489,6 +514,34 @@ class Service(object):
         jobs = [j['job_id'] for j in self.slurm.jobs_on(booting)]
         self._failed(compress_hostlist(booting), jobs, message, 'its instance goes with the power down',
                      counter='pull_failures')
+        return True
+
+    # static nodes the self-healing loop replaces
+    def replace_static(self, request):
+        """Replace a static node through the cluster network's pool (_autoscale_static.py), then tell Slurm
+        its new address, in nodes.conf too; the Healer follows the new instance from there."""
+        name = request['nodes']
+        try:
+            scaler = self.scaler_factory(self.config)
+            found = _autoscale_static.replace(scaler, name, request.get('addr') or '')
+        except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
+            message = getattr(exc, 'message', None) or _error_text(exc)
+            log.error('replace %s: failed: %s', name, message)
+            self.healer.replaced(name, None, message)
+            return False
+        nodes_conf = self.config['static'].get('nodes_conf')
+        try:
+            written = _autoscale_static.set_node_address(nodes_conf, name, found['private_ip']) if nodes_conf else False
+            kept = '%s %s' % (nodes_conf, 'rewritten' if written else 'already right') if nodes_conf else 'no nodes.conf given'
+        except (InputError, IOError, OSError) as exc:
+            written, kept = False, 'not in nodes.conf (%s): a reconfigure brings back the old address' % _error_text(exc)
+        status = self.slurm.set_addresses([found])
+        if written:
+            self._reconfigure_soon('replace %s' % name)
+        log.info('replace %s: instance %s replaced by %s at %s through the pool of %s; address %s%s', name,
+                 found['old_id'], found['id'], found['private_ip'], found['cluster_network_id'], kept,
+                 '' if not status else '; telling slurmctld the address failed (scontrol exited %s)' % status)
+        self.healer.replaced(name, found, None)
         return True
 
     # suspend and resume-fail
@@ -513,7 +566,7 @@ class Service(object):
         now = self.clock() if now is None else now
         self.last_reconcile = now
         done = dict(returned=[], taken_over=[], terminated=[])
-        nodes = self.slurm.nodes(self.config['nodes'])
+        nodes = self.slurm.nodes(self._watched())
         if nodes is None:
             log.warning('reconcile: slurmctld does not answer; nothing compared')
             return done
@@ -569,10 +622,14 @@ class Service(object):
             self._hosts_freed('reconcile')
         return done
 
+    def _watched(self):
+        """The on-demand nodes, and the static ones the self-healing loop may replace."""
+        return ','.join(h for h in (self.config['nodes'], (self.config.get('static') or {}).get('nodes')) if h)
+
     def heal(self):
         """One step of the self-healing loop between reconciles (every heal.poll_interval seconds)."""
         self.last_heal = self.clock()
-        nodes = self.slurm.nodes(self.config['nodes'])
+        nodes = self.slurm.nodes(self._watched())
         if nodes is None:
             return None
         return self.healer.step(nodes, self.busy_names())

@@ -78,7 +78,9 @@ class Enroller(object):
         self.config = config
         self.pull = pull_settings(config)
         self.session = session or _oci.OCISession(dict(config['auth']))
-        self.names = set(config['node_names']) | set(expand_hostlist(self.pull.get('extra_nodes') or ''))
+        # The static nodes the self-healing loop replaces join by pull as the on-demand ones do.
+        self.names = (set(config['node_names']) | set(expand_hostlist(self.pull.get('extra_nodes') or ''))
+                      | set(expand_hostlist((config.get('static') or {}).get('nodes') or '')))
 
     def verify(self, instance_id, name, client_ip):
         if not isinstance(instance_id, str) or not instance_id.startswith('ocid1.instance.'):

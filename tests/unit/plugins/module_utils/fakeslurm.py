@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
 
@@ -59,6 +60,23 @@ class FakeSlurm(object):
         with self.lock:
             self.nodes[name]['state'] = self.nodes[name]['state'] | {'DRAIN'}
             self.nodes[name]['reason'] = reason
+
+    def add_static(self, addresses, started=0.0):
+        """Static nodes of the cluster network ({name: address}): registered, idle, never powered down."""
+        with self.lock:
+            for n, addr in addresses.items():
+                self.nodes[n] = dict(state={'IDLE'}, reason='', addr=addr, slurmd_start=started)
+
+    def lose(self, name):
+        """The node's slurmd stopped answering (its instance went)."""
+        with self.lock:
+            self.nodes[name]['state'] = self.nodes[name]['state'] | {'NOT_RESPONDING'}
+
+    def register_static(self, name, started):
+        """A static node's (new) slurmd registered at the time started; a drain stays."""
+        with self.lock:
+            self.nodes[name]['state'] = self.nodes[name]['state'] - {'NOT_RESPONDING', 'DOWN'}
+            self.nodes[name]['slurmd_start'] = started
 
     def states(self):
         with self.lock:
@@ -128,6 +146,9 @@ class FakeSlurm(object):
             for n in expand_hostlist(argv[-1]):
                 v = self.nodes[n]
                 reason = ' Reason=%s [slurm@2026-11-26T00:00:00]' % v['reason'] if v['reason'] else ''
-                lines.append('NodeName=%s Arch=x86_64 CoresPerSocket=1 State=%s ThreadsPerCore=1%s Comment=(null)'
-                             % (n, '+'.join(sorted(v['state'], key=lambda s: (s not in ('IDLE', 'DOWN'), s))), reason))
+                started = v.get('slurmd_start')
+                lines.append('NodeName=%s Arch=x86_64 CoresPerSocket=1 NodeAddr=%s State=%s ThreadsPerCore=1 '
+                             'SlurmdStartTime=%s%s Comment=(null)'
+                             % (n, v['addr'] or n, '+'.join(sorted(v['state'], key=lambda s: (s not in ('IDLE', 'DOWN'), s))),
+                                time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(started)) if started else 'None', reason))
             return 0, '\n'.join(lines) + '\n'
