@@ -218,18 +218,23 @@ class Healer(object):
             self._fail(name, rec, 'the new instance did not register within ResumeTimeout', done)
             return
         if _powered_up(flags) and 'DOWN' not in flags:
-            if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
-                self.slurm.return_to_service(name)
-            self._set(name, step='healthy', healed_at=now)
-            self._write(lambda h: h.__setitem__('last_drain_to_service', now - rec['drained_seen']))
-            log.info('heal %s: back in service after %.0fs (drain to registered; the new instance passed its checks)',
-                     name, now - rec['drained_seen'])
-            done['healed'].append(name)
+            self._back_in_service(name, rec, node, now, done)
         elif 'POWERED_DOWN' in flags and now - rec['up_since'] > 60:
             # POWER_UP did not take (slurmctld restarted in between): once more.
             self._update(name, 'state=POWER_UP')
             self._set(name, up_since=now)
             log.info('heal %s: still powered down; POWER_UP again', name)
+
+    def _back_in_service(self, name, rec, node, now, done):
+        """The new instance registered: the loop's own drain goes, the node takes jobs."""
+        flags, reason = node
+        if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
+            self.slurm.return_to_service(name)
+        self._set(name, step='healthy', healed_at=now)
+        self._write(lambda h: h.__setitem__('last_drain_to_service', now - rec['drained_seen']))
+        log.info('heal %s: back in service after %.0fs (drain to registered; the new instance passed its checks)',
+                 name, now - rec['drained_seen'])
+        done['healed'].append(name)
 
     # static nodes, replaced through the pool
     def replacing(self, name):
@@ -268,13 +273,7 @@ class Healer(object):
         started = fields.get('slurmd_start')
         if started is not None and started >= rec['up_since'] - 5 and not flags & {'DOWN', 'NOT_RESPONDING'}:
             # The new instance's slurmd registered (it starts only after the pull and the checks passed).
-            if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
-                self.slurm.return_to_service(name)
-            self._set(name, step='healthy', healed_at=now)
-            self._write(lambda h: h.__setitem__('last_drain_to_service', now - rec['drained_seen']))
-            log.info('heal %s: back in service after %.0fs (drain to registered; the new instance passed its checks)',
-                     name, now - rec['drained_seen'])
-            done['healed'].append(name)
+            self._back_in_service(name, rec, node, now, done)
         elif now - rec['up_since'] > float(self.heal['static_timeout']):
             self._fail(name, rec, 'the new instance did not register within %ss' % self.heal['static_timeout'], done)
 
