@@ -9,8 +9,9 @@ of the slurm role's ``nodes.conf``).
 A replacement is the one ``provision.yml -e gpu_replace_nodes=...`` makes: the old instance is
 detached from the cluster network's instance pool without a size decrement, so the pool launches a
 new one in its place (``ClusterOps.replace``). The new instance then gets what a node needs to
-configure itself by pull, as the on-demand nodes do: its Slurm name (``ocigpu-slurm-node`` and the
-inventory's ``ocigpu-slurm-name``), its display name, and where its pull server is. Its address goes
+configure itself by pull, as the on-demand nodes do: its Slurm name in the inventory's tag
+``ocigpu-slurm-name`` (not ``ocigpu-slurm-node``, which would move it to the inventory's on-demand
+group), its display name, and where its pull server is. Its address goes
 to Slurm twice: ``scontrol update NodeAddr=`` for now, and the node's line in ``nodes.conf`` (Slurm's
 user's file) so that a reconfigure or a restart of slurmctld keeps it.
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import NODE_TAG
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import SLURM_NAME_TAG
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
@@ -88,7 +88,7 @@ def replace(scaler, name, addr):
         raise InputError('cluster network %s shows %d new instances after the detach of %s, not 1; nothing labelled' % (
             cn_id, len(new), record['old_id']))
     _launch.label_instance(scaler.session, new[0]['id'], display_name=record['display_name'],
-                           freeform_tags=dict(scaler.pull_tags(), **{SLURM_NAME_TAG: name, NODE_TAG: name}))
+                           freeform_tags=dict(scaler.pull_tags(), **{SLURM_NAME_TAG: name}))
     scaler.state.update(lambda s: s.setdefault(STATE_KEY, {}).pop(name, None))
     return dict(name=name, id=new[0]['id'], private_ip=new[0].get('private_ip'), hostname=new[0].get('hostname_label'),
                 old_id=record['old_id'], cluster_network_id=res.id)

@@ -45,6 +45,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
     NODE_TAG, PULL_CERT_TAG, PULL_SERVER_TAG, setup_logging)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_cli import load_config
 from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_service import PULL_FAILED, submit
+from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import SLURM_NAME_TAG
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, InputError, attr
 
@@ -79,8 +80,8 @@ class Enroller(object):
         self.pull = pull_settings(config)
         self.session = session or _oci.OCISession(dict(config['auth']))
         # The static nodes the self-healing loop replaces join by pull as the on-demand ones do.
-        self.names = (set(config['node_names']) | set(expand_hostlist(self.pull.get('extra_nodes') or ''))
-                      | set(expand_hostlist((config.get('static') or {}).get('nodes') or '')))
+        self.static = set(expand_hostlist((config.get('static') or {}).get('nodes') or ''))
+        self.names = set(config['node_names']) | set(expand_hostlist(self.pull.get('extra_nodes') or '')) | self.static
 
     def verify(self, instance_id, name, client_ip):
         if not isinstance(instance_id, str) or not instance_id.startswith('ocid1.instance.'):
@@ -96,8 +97,10 @@ class Enroller(object):
             raise JoinRefused(403, 'instance %s is in another compartment' % instance_id)
         if tags.get(CLUSTER_TAG) != self.config['cluster_name']:
             raise JoinRefused(403, 'instance %s is not tagged %s=%s' % (instance_id, CLUSTER_TAG, self.config['cluster_name']))
-        if tags.get(NODE_TAG) != name:
-            raise JoinRefused(403, 'instance %s carries Slurm name %r, not %r' % (instance_id, tags.get(NODE_TAG), name))
+        # A static node's new instance carries the inventory's tag (the self-healing loop labels it so).
+        carried = tags.get(NODE_TAG) or (tags.get(SLURM_NAME_TAG) if name in self.static else None)
+        if carried != name:
+            raise JoinRefused(403, 'instance %s carries Slurm name %r, not %r' % (instance_id, carried, name))
         if inst.lifecycle_state != 'RUNNING':
             raise JoinRefused(403, 'instance %s is %s, not RUNNING' % (instance_id, inst.lifecycle_state))
         attachments = self.session.list_all(compute.list_vnic_attachments, self.config['compartment_id'],

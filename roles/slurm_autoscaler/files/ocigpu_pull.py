@@ -59,6 +59,9 @@ except ImportError:  # pragma: no cover - Python 2 is not a target
 
 IMDS_URL = 'http://169.254.169.254/opc/v2'
 NODE_TAG = 'ocigpu-slurm-node'
+# A static node's new instance, from the self-healing loop: its Slurm name is the inventory's tag (it
+# stays in gpu_nodes); with the pull server's tags, it pulls too.
+STATIC_NAME_TAG = 'ocigpu-slurm-name'
 SERVER_TAG = 'ocigpu-pull-server'
 CERT_TAG = 'ocigpu-pull-cert'
 EXIT_NO_TAGS = 3
@@ -97,9 +100,11 @@ def imds_instance(imds_url, timeout=5):
 
 
 def read_tags(doc):
-    """(name, server, cert) from the instance document, or None while any is missing."""
+    """(name, server, cert) from the instance document, or None while any is missing. The name is the
+    on-demand node's tag, else a static node's (STATIC_NAME_TAG), which pulls only with the server's tags:
+    a static node that provision.yml replaced carries its name but is configured by push."""
     tags = doc.get('freeformTags') or {}
-    found = tuple(tags.get(k) for k in (NODE_TAG, SERVER_TAG, CERT_TAG))
+    found = (tags.get(NODE_TAG) or tags.get(STATIC_NAME_TAG), tags.get(SERVER_TAG), tags.get(CERT_TAG))
     return found if all(found) else None
 
 

@@ -17,6 +17,7 @@ from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylin
     SHAPE, config, gpu_instances, live, sim)
 from tests.unit.plugins.module_utils.test_autoscale_faults import logged
 from tests.unit.plugins.module_utils.test_autoscale_service import make, run_all
+from tests.unit.plugins.module_utils.test_pull import ocigpu_pull, pull_config, tls  # noqa: F401 pylint: disable=unused-import
 
 SICK = 'ocigpu-health: gpu_count 7 of 8'
 DETACH = 'POST /instancePools/*/actions/detachInstance'
@@ -57,7 +58,7 @@ def healing(sim, config, tmp_path, **limits):  # pylint: disable=redefined-outer
 
 
 def instance_named(sim, name):  # pylint: disable=redefined-outer-name
-    return [i for i in gpu_instances(sim) if i['freeformTags'].get('ocigpu-slurm-node') == name]
+    return [i for i in gpu_instances(sim) if i['freeformTags'].get('ocigpu-slurm-name') == name]
 
 
 def ip_of(conf, instance_id):
@@ -79,7 +80,8 @@ def test_a_sick_static_node_is_replaced_through_the_pool_and_back_in_service_und
     new, = instance_named(sim, 'st-1')
     new_ip = ip_of(conf, new['id'])
     assert new['id'] not in before and old not in [i['id'] for i in gpu_instances(sim)]
-    assert new['freeformTags']['ocigpu-slurm-name'] == 'st-1' and new['displayName'] == before[old]['displayName']
+    # Not ocigpu-slurm-node: the inventory keeps it in gpu_nodes.
+    assert 'ocigpu-slurm-node' not in new['freeformTags'] and new['displayName'] == before[old]['displayName']
     assert len(gpu_instances(sim)) == 2 and sim.calls.count(DETACH) == 1
     # Its address in slurmctld now, and in nodes.conf for the next reconfigure (one, within the delay).
     lines = open(conf['static']['nodes_conf']).read().splitlines()
@@ -198,3 +200,22 @@ def test_the_static_section_is_checked(config):
         _autoscale.check_config(dict(config, static=dict(nodes='st-1')))
     with pytest.raises(InputError, match=r'static.nodes: gpu-2 are on-demand nodes too'):
         _autoscale.check_config(dict(config, static=dict(nodes='gpu-2', cluster_network_id='ocid1.clusternetwork.x')))
+
+
+def test_the_new_instance_pulls_under_its_static_name_and_only_it_may_join_as_that_node(sim, tmp_path, pull_config, tls):
+    from ansible_collections.ocigpu.cluster.plugins.module_utils import _pull  # pylint: disable=import-outside-toplevel
+    cn_id, addresses, nodes_conf = static_cluster(sim, pull_config, tmp_path)
+    conf = dict(pull_config, static=dict(cluster_network_id=cn_id, nodes='st-[1-2]', nodes_conf=nodes_conf))
+    found = _autoscale_static.replace(_autoscale.Autoscaler(conf), 'st-1', addresses['st-1'])
+    tags = sim.state.get(found['id'])['freeformTags']
+    # What the new instance's pull reads from the metadata service: its static name and the server.
+    assert ocigpu_pull.read_tags(dict(freeformTags=tags)) == ('st-1', '10.0.0.2:8740', tls.sha256)
+    # A static node that provision.yml replaced carries its name only: it is configured by push, not by pull.
+    assert ocigpu_pull.read_tags(dict(freeformTags={'ocigpu-slurm-name': 'st-1'})) is None
+    enroller = _pull.Enroller(conf)
+    assert enroller.join(found['id'], 'st-1', found['private_ip'])['name'] == 'st-1'
+    with pytest.raises(_pull.JoinRefused, match="carries Slurm name 'st-1', not 'st-2'"):
+        enroller.join(found['id'], 'st-2', found['private_ip'])
+    # Without the static section the inventory's tag names no node that may join.
+    with pytest.raises(_pull.JoinRefused, match='not among this cluster'):
+        _pull.Enroller(pull_config).join(found['id'], 'st-1', found['private_ip'])
