@@ -246,7 +246,8 @@ class Healer(object):
         rec = self._read()['nodes'].get(name) or {}
         done = dict(replaced=[], powered_up=[], healed=[], failed=[], left=[])
         if found is not None:
-            self._set(name, step='up', up_since=self.clock(), instance_id=found['id'])
+            # up_wall: wall-clock time, for slurmd's start time (the loop's clock may be monotonic).
+            self._set(name, step='up', up_since=self.clock(), up_wall=time.time(), instance_id=found['id'])
             log.info('heal %s: new instance %s at %s from the pool; waiting for its pull, checks and slurmd',
                      name, found['id'], found['private_ip'])
             done['powered_up'].append(name)
@@ -271,7 +272,7 @@ class Healer(object):
             return
         fields = self.slurm.node_fields(name) or {}
         started = fields.get('slurmd_start')
-        if started is not None and started >= rec['up_since'] - 5 and not flags & {'DOWN', 'NOT_RESPONDING'}:
+        if started is not None and started >= rec.get('up_wall', 0) - 5 and not flags & {'DOWN', 'NOT_RESPONDING'}:
             # The new instance's slurmd registered (it starts only after the pull and the checks passed).
             self._back_in_service(name, rec, node, now, done)
         elif now - rec['up_since'] > float(self.heal['static_timeout']):

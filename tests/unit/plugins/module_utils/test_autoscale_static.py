@@ -24,8 +24,9 @@ DETACH = 'POST /instancePools/*/actions/detachInstance'
 
 
 class Clock(object):
+    """The service's clock: monotonic, not the wall clock that slurmd's start time is in."""
     def __init__(self):
-        self.now = float(int(time.time()))
+        self.now = 1000.0
 
     def __call__(self):
         return self.now
@@ -50,7 +51,7 @@ def healing(sim, config, tmp_path, **limits):  # pylint: disable=redefined-outer
     cn_id, addresses, nodes_conf = static_cluster(sim, config, tmp_path)
     fake = FakeSlurm(config['node_names'])
     clock = Clock()
-    fake.add_static(addresses, started=clock.now - 3600)
+    fake.add_static(addresses, started=time.time() - 3600)
     conf, svc = make(config, fake, heal=dict(dict(enabled=True), **limits),
                      static=dict(cluster_network_id=cn_id, nodes='st-[1-2]', nodes_conf=nodes_conf))
     svc.healer.clock = clock
@@ -101,7 +102,7 @@ def test_a_sick_static_node_is_replaced_through_the_pool_and_back_in_service_und
     svc.heal()
     assert 'DRAIN' in fake.nodes['st-1']['state']
     clock.now += 90
-    fake.register_static('st-1', clock.now - 5)
+    fake.register_static('st-1', time.time())
     svc.heal()
     assert fake.nodes['st-1']['state'] == {'IDLE'} and fake.nodes['st-1']['reason'] == ''
     line, = logged(conf, 'heal st-1: back in service after')
