@@ -490,7 +490,6 @@ class Service(object):
         failures of a job's pulls are counted apart from its resumes (a resume that reached OCI resets
         those), and the job is held after max_resume_attempts of them."""
         names = expand_hostlist(request['nodes'])
-        what = compress_hostlist(names)
         message = 'the pull on %s failed: %s' % (
             request.get('instance_id') or 'its instance', request.get('message') or 'no reason given')
         static = [n for n in names if self.healer.replacing(n)]

@@ -16,20 +16,13 @@ from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
 from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, config, gpu_instances, live, sim)
 from tests.unit.plugins.module_utils.test_autoscale_faults import logged
+# The service's clock: monotonic (from 1000.0), not the wall clock that slurmd's start time is in.
+from tests.unit.plugins.module_utils.test_autoscale_heal import Clock
 from tests.unit.plugins.module_utils.test_autoscale_service import make, run_all
 from tests.unit.plugins.module_utils.test_pull import ocigpu_pull, pull_config, tls  # noqa: F401 pylint: disable=unused-import
 
 SICK = 'ocigpu-health: gpu_count 7 of 8'
 DETACH = 'POST /instancePools/*/actions/detachInstance'
-
-
-class Clock(object):
-    """The service's clock: monotonic, not the wall clock that slurmd's start time is in."""
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
 
 
 def static_cluster(sim, config, tmp_path):  # pylint: disable=redefined-outer-name
