@@ -34,6 +34,7 @@ Hostlist syntax is _hostlist's; the programs' command line (main) is _autoscale_
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -120,22 +121,33 @@ class StateFile(object):
     def __init__(self, path):
         self.path = path
 
-    def update(self, fn):
+    @contextlib.contextmanager
+    def _flock(self, suffix):
         directory = os.path.dirname(self.path) or '.'
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o700)
-        with open(self.path + '.lock', 'a') as lock:
+        with open(self.path + suffix, 'a') as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                state = self.read()
-                result = fn(state)
-                fd, tmp = tempfile.mkstemp(dir=directory, prefix='.state-')
-                with os.fdopen(fd, 'w') as f:
-                    json.dump(state, f, indent=1, sort_keys=True)
-                os.rename(tmp, self.path)
-                return result
+                yield directory
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def deciding(self):
+        """Held (across processes) while a resume takes its names back and picks the cluster networks it
+        adopts, and while a suspend decides which to terminate and asks OCI to: a resume of one name of a
+        cluster network and a suspend of another never decide on the same stale list of released names."""
+        return self._flock('.decide')
+
+    def update(self, fn):
+        with self._flock('.lock') as directory:
+            state = self.read()
+            result = fn(state)
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix='.state-')
+            with os.fdopen(fd, 'w') as f:
+                json.dump(state, f, indent=1, sort_keys=True)
+            os.rename(tmp, self.path)
+            return result
 
     def read(self):
         try:
@@ -222,10 +234,12 @@ class Autoscaler(object):
         names = expand_hostlist(hostlist)
         self._check_names(names)
         what = compress_hostlist(names)
-        self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in names]))
         retries = self.session.retrier.retries
         try:
-            mapping = self._bring_up(names, what)
+            with self.state.deciding():
+                self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in names]))
+                networks = self.cluster_networks()
+            mapping = self._bring_up(names, what, networks)
             return self._drop_suspended(names, what, mapping)
         finally:
             retries = self.session.retrier.retries - retries
@@ -233,9 +247,9 @@ class Autoscaler(object):
                 log.info('resume %s: %d OCI API call(s) retried (throttling, server errors or lost answers)',
                          what, retries)
 
-    def _bring_up(self, names, what):
+    def _bring_up(self, names, what, networks):
         mapping, todo = [], list(names)
-        for cn, carried in self.cluster_networks():
+        for cn, carried in networks:
             if not set(carried) & set(todo):
                 continue
             log.info('resume %s: adopting cluster network %s (%s, %s) for %s', what, cn.id, cn.lifecycle_state,
@@ -413,16 +427,21 @@ class Autoscaler(object):
         def release(state):
             state['released'] = sorted(set(state['released']) | set(names), key=_natural)
             return list(state['released'])
-        released = self.state.update(release)
         outcomes, done = [], set()
-        for cn, carried in self.cluster_networks():
-            if not set(carried) & set(names):
-                continue
-            in_use = [n for n in carried if n not in released]
-            if not in_use:
-                self.ops.terminate(cn.id, wait=wait)
-                done.update(carried)
-            outcomes.append(dict(cn=cn, carried=carried, in_use=in_use))
+        with self.state.deciding():
+            released = self.state.update(release)
+            for cn, carried in self.cluster_networks():
+                if not set(carried) & set(names):
+                    continue
+                in_use = [n for n in carried if n not in released]
+                if not in_use:
+                    self.ops.terminate(cn.id, wait=False)
+                    done.update(carried)
+                outcomes.append(dict(cn=cn, carried=carried, in_use=in_use))
+        if wait:
+            for outcome in outcomes:
+                if not outcome['in_use']:
+                    self.ops.terminate(outcome['cn'].id, wait=True)
         if done:
             self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in done]))
         return outcomes

@@ -106,7 +106,7 @@ def _powered_up(state):
 class Healer(object):
     """One step of the loop per call of ``step(nodes)`` (the service's reconcile)."""
 
-    def __init__(self, config, slurm, state, clock=time.time, submit=None):
+    def __init__(self, config, slurm, state, clock=time.time, submit=None, carriers=None):
         self.config = config
         self.heal = settings(config)
         self.slurm = slurm
@@ -117,6 +117,12 @@ class Healer(object):
         # to the service (submit('replace', name, addr=...)), not by a power down and up.
         self.static = static_names(config) if submit else []
         self.submit = submit
+        # carriers(): {name: what carries it} for the names a live cluster network carries, or None when
+        # OCI does not answer. A node's instance in a cluster network kept for its other nodes runs on
+        # after its power down, and a resume would adopt that same instance again.
+        self.carriers = carriers
+        self._carried = None    # carriers() of this step, asked once at most
+        self._told = {}         # name -> what holds it, as last logged
 
     def _read(self):
         return self.state.read().get('heal') or dict(nodes={}, started=[], paused=False)
@@ -137,6 +143,7 @@ class Healer(object):
             return done
         now = self.clock()
         heal = self._read()
+        self._carried = None
         followed = set()
         for name in sorted(heal['nodes']):
             if name in nodes and name not in busy and heal['nodes'][name].get('step') in ('down', 'up', 'healthy', 'pool'):
@@ -161,6 +168,8 @@ class Healer(object):
             return
         if rec['step'] == 'down':
             if 'POWERED_DOWN' in flags and 'POWERING_DOWN' not in flags:
+                if self._held(name, flags, rec.get('reason', '')):
+                    return
                 # The loop's own drain goes first (Slurm may keep DRAIN over a power down): the new
                 # instance registers undrained; it was checked in its pull.
                 if 'DRAIN' in flags and reason.startswith(HEAL_PREFIX):
@@ -224,6 +233,23 @@ class Healer(object):
             self._update(name, 'state=POWER_UP')
             self._set(name, up_since=now)
             log.info('heal %s: still powered down; POWER_UP again', name)
+
+    def _held(self, name, flags, old):
+        """Whether name's old instance still runs (its cluster network is kept for nodes in use, or OCI
+        does not answer): its new instance waits, or a resume would adopt the old one. The node stays
+        drained meanwhile, so that no job powers it up either. Logged once."""
+        if self.carriers is None:
+            return False
+        if self._carried is None:
+            self._carried = self.carriers()
+        held = 'OCI does not answer' if self._carried is None else self._carried.get(name)
+        if held and 'DRAIN' not in flags:
+            self._update(name, 'state=DRAIN', 'reason=%s replacing (%s)' % (HEAL_PREFIX, old))
+        if held and self._told.get(name) != held:
+            log.info('heal %s: powered down, but its old instance runs on in %s; its new instance waits until '
+                     'that ends', name, held)
+        self._told[name] = held
+        return bool(held)
 
     def _back_in_service(self, name, rec, node, now, done):
         """The new instance registered: the loop's own drain goes, the node takes jobs."""
@@ -352,16 +378,18 @@ class Healer(object):
         # reconcile than the one that saw the failure): only a power up is left to do.
         candidates += [n for n, r in sorted(heal['nodes'].items()) if r.get('step') == 'again' and n in nodes
                        and n not in busy and 'POWERED_DOWN' in nodes[n][0] and 'POWERING_DOWN' not in nodes[n][0]
-                       and now > float(r.get('failed_at', 0))]
+                       and now > float(r.get('failed_at', 0)) and not self._held(n, nodes[n][0], r.get('reason', ''))]
         # A static node whose new instance failed is replaced again (it stays drained meanwhile).
         candidates += [n for n, r in sorted(heal['nodes'].items()) if r.get('step') == 'again' and n in self.static
                        and n in nodes and n not in busy and n not in candidates and not nodes[n][0] & set(BUSY)
                        and now > float(r.get('failed_at', 0))]
         # Slurm powered a sick idle node down before the loop got to it (SuspendTime): its instance is
-        # gone already, and the next one is checked in its pull. It goes back to service powered down.
+        # gone already (once its cluster network ended), and the next one is checked in its pull. It goes
+        # back to service powered down.
         gone = [n for n in self.config['node_names'] if n in nodes and n not in busy
                 and {'DRAIN', 'POWERED_DOWN'} <= nodes[n][0] and 'POWERING_DOWN' not in nodes[n][0]
-                and hardware_checks(nodes[n][1], checks) and heal['nodes'].get(n, {}).get('step') not in ('down', 'up', 'left')]
+                and hardware_checks(nodes[n][1], checks) and heal['nodes'].get(n, {}).get('step') not in ('down', 'up', 'left')
+                and not self._held(n, nodes[n][0], nodes[n][1])]
         for name in gone:
             if self.slurm.return_to_service(name):
                 continue

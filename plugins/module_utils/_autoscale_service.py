@@ -222,7 +222,8 @@ class Service(object):
         self.reconfigure_thread = None
         self.state = StateFile(config['state_file'])
         self.healer = Healer(config, slurm, self.state, clock=self.clock,
-                             submit=lambda action, name, **extra: submit(config, action, name, source='heal', **extra))
+                             submit=lambda action, name, **extra: submit(config, action, name, source='heal', **extra),
+                             carriers=self._carriers)
 
     # requests
     def waiting(self):
@@ -620,6 +621,22 @@ class Service(object):
         if done['terminated']:
             self._hosts_freed('reconcile')
         return done
+
+    def _carriers(self):
+        """{name: 'cluster network <name> (<id>) beside <others>'} for each name a live cluster network
+        carries; None when OCI does not answer (the self-healing loop then waits)."""
+        try:
+            networks = self.scaler_factory(self.config).cluster_networks()
+        except (InputError, _oci.OCIConfigError, _oci.ServiceError) as exc:
+            log.warning('heal: the cluster networks could not be listed: %s', _error_text(exc))
+            return None
+        found = {}
+        for cn, carried in networks:
+            for name in carried:
+                others = [n for n in carried if n != name]
+                beside = ' beside %s' % compress_hostlist(others) if others else ''
+                found[name] = 'cluster network %s (%s)%s' % (cn.display_name, cn.id, beside)
+        return found
 
     def _watched(self):
         """The on-demand nodes, and the static ones the self-healing loop may replace."""

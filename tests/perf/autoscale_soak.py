@@ -238,10 +238,12 @@ class SlurmModel(FakeSlurm):
             self.program('resume-fail', failed)
 
     def quiet(self):
+        """Every job ended or held, every node powered down. A node DOWN after ResumeTimeout is not quiet:
+        the service's next reconcile returns it to service (one that stays DOWN ends the soak at its
+        last tick, in the figure nodes_left_down)."""
         with self.lock:
             return (all(j['state'] == 'COMPLETED' or j['held'] for j in self.jobs.values())
-                    and all(v['state'] - {'DRAIN'} == {'IDLE', 'CLOUD', 'POWERED_DOWN'} or 'DOWN' in v['state']
-                            for v in self.nodes.values()))
+                    and all(v['state'] - {'DRAIN'} == {'IDLE', 'CLOUD', 'POWERED_DOWN'} for v in self.nodes.values()))
 
 
 def billable(sim):

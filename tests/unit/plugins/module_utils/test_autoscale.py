@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
 import urllib.request
 
 import oci
@@ -187,6 +188,33 @@ def test_resume_after_partial_suspend_takes_the_names_back(sim, scaler):
     assert scaler.state.read()['released'] == []
     assert scaler.suspend('gpu-2')['terminated'] == []  # gpu-1 is in use again
     assert len(gpu_instances(sim)) == 2
+
+
+def test_a_suspend_of_one_node_never_ends_the_cluster_network_a_resume_of_another_just_took(sim, config):
+    # gpu-2 of gpu-[1-2] is released; a suspend of gpu-1 reads the released names while a resume of gpu-2
+    # (another service thread or program) takes gpu-2 back and adopts the cluster network.
+    first = _autoscale.Autoscaler(config)
+    first.resume('gpu-[1-2]')
+    first.suspend('gpu-2')
+    suspending, resuming = _autoscale.Autoscaler(config), _autoscale.Autoscaler(config)
+    mapped = []
+    resume = threading.Thread(target=lambda: mapped.extend(resuming.resume('gpu-2')))
+    listing = suspending.cluster_networks
+
+    def list_after_the_resume():
+        # The suspend has marked gpu-1 released; the resume runs now, given two seconds to end.
+        resume.start()
+        resume.join(2)
+        return listing()
+    suspending.cluster_networks = list_after_the_resume
+    suspending.suspend('gpu-1')
+    resume.join(30)
+    assert not resume.is_alive()
+    instance, = mapped
+    live_ids = [i['id'] for i in gpu_instances(sim)]
+    # The resume waited for the suspend's decision: the old cluster network ended, gpu-2 got a new one.
+    assert live_ids == [instance['id']], (instance, live_ids)
+    assert first.state.read()['released'] == []
 
 
 def test_out_of_host_capacity_is_reported_and_cleaned_up(sim, scaler):

@@ -99,6 +99,36 @@ def test_a_sick_node_gets_a_new_instance_and_is_back_in_service(sim, tmp_path, c
     assert svc.reconcile()['heal'] == dict(replaced=[], powered_up=[], healed=[], failed=[], left=[])
 
 
+def test_a_node_sharing_its_cluster_network_gets_a_new_instance_only_once_that_network_ends(sim, tmp_path, config):
+    # gpu-[1-2] came up for one job, in one cluster network; gpu-2 falls sick, gpu-1 stays in use.
+    fake = FakeSlurm(config['node_names'])
+    conf, svc, clock = healing(config, fake)
+    bring_up(conf, svc, fake, ['gpu-1', 'gpu-2'], 1)
+    old = instance_of(sim, 'gpu-2')
+    fake.drain_by_checks('gpu-2', SICK)
+    assert svc.reconcile()['heal']['replaced'] == ['gpu-2']
+    slurmctld_follows(sim, conf, svc, fake)
+    assert instance_of(sim, 'gpu-2') == old          # the suspend keeps the cluster network for gpu-1
+    for _look in range(2):
+        # A power up now would have the resume adopt the same, sick, instance: the loop waits.
+        clock.now += 30
+        assert svc.reconcile()['heal']['powered_up'] == []
+        assert fake.powered_up == [] and 'DRAIN' in fake.nodes['gpu-2']['state']
+    waiting, = logged(config, 'heal gpu-2: powered down, but its old instance runs on in cluster network ')
+    assert 'beside gpu-1' in waiting
+    # gpu-1 reaches SuspendTime: the cluster network ends, gpu-2 gets a new instance.
+    service.submit(conf, 'suspend', 'gpu-1')
+    run_all(svc)
+    clock.now += 30
+    assert svc.reconcile()['heal']['powered_up'] == ['gpu-2']
+    slurmctld_follows(sim, conf, svc, fake)
+    new = instance_of(sim, 'gpu-2')
+    assert new and new != old
+    fake.register(['gpu-2'])
+    clock.now += 30
+    assert svc.reconcile()['heal']['healed'] == ['gpu-2']
+
+
 def test_a_persons_drain_a_software_reason_a_busy_node_and_the_loop_turned_off_are_left_alone(sim, tmp_path, config):
     fake = FakeSlurm(config['node_names'])
     conf, svc, _clock = healing(config, fake, max_at_once=5, min_in_service_share=0)
@@ -118,7 +148,8 @@ def test_a_persons_drain_a_software_reason_a_busy_node_and_the_loop_turned_off_a
 def test_at_most_n_at_once_and_per_hour(sim, tmp_path, config):
     fake = FakeSlurm(config['node_names'])
     conf, svc, clock = healing(config, fake, max_at_once=1, max_per_hour=2, min_in_service_share=0)
-    bring_up(conf, svc, fake, ['gpu-1', 'gpu-2', 'gpu-3', 'gpu-4'], 1)
+    for job, name in enumerate(['gpu-1', 'gpu-2', 'gpu-3', 'gpu-4'], 1):
+        bring_up(conf, svc, fake, [name], job)    # one cluster network each: a power down ends an instance
     for n in ('gpu-1', 'gpu-2', 'gpu-3'):
         fake.drain_by_checks(n, SICK)
     assert svc.reconcile()['heal']['replaced'] == ['gpu-1']
