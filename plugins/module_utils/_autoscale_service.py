@@ -533,12 +533,14 @@ class Service(object):
         try:
             written = _autoscale_static.set_node_address(nodes_conf, name, found['private_ip']) if nodes_conf else False
             kept = '%s %s' % (nodes_conf, 'rewritten' if written else 'already right') if nodes_conf else 'no nodes.conf given'
+            level = log.info
         except (InputError, IOError, OSError) as exc:
             written, kept = False, 'not in nodes.conf (%s): a reconfigure brings back the old address' % _error_text(exc)
+            level = log.warning
         status = self.slurm.set_addresses([found])
         if written:
             self._reconfigure_soon('replace %s' % name)
-        log.info('replace %s: instance %s replaced by %s at %s through the pool of %s; address %s%s', name,
+        level('replace %s: instance %s replaced by %s at %s through the pool of %s; address %s%s', name,
                  found['old_id'], found['id'], found['private_ip'], found['cluster_network_id'], kept,
                  '' if not status else '; telling slurmctld the address failed (scontrol exited %s)' % status)
         self.healer.replaced(name, found, None)

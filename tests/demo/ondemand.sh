@@ -21,6 +21,9 @@
 #      nodes; the node made to fall short is drained and replaced by the loop
 #   5. 30 s without jobs: the suspend program terminates the cluster networks; the stand-ins go;
 #      no node is DOWN
+#   5b. a static node of the cluster network (with the loop, DEMO_HEAL): one joins by push, is made
+#      sick, and the loop replaces its instance through the pool; the new instance pulls under the old
+#      Slurm name, its address is kept in nodes.conf, and a job runs on it
 #   6. teardown finds nothing billable
 # It prints a timeline with the benchmark figures (a) job -> resume called and (b) resume ->
 # registered, split into the simulator's provisioning, boot -> pull start, the pull's configure
@@ -60,9 +63,17 @@ stop_all() {
 run_playbook() {  # run_playbook LABEL LOG PLAYBOOK ARGS...
   local label=$1 log=$2 start; shift 2
   start=$(date +%s)
-  ansible-playbook "$@" > "$log" 2>&1 || { tail -40 "$log"; die "$label failed; full log: $log"; }
+  ansible-playbook "$@" > "$log" 2>&1 || { tail -40 "$log"; ${on_failure:-true}; die "$label failed; full log: $log"; }
   grep -E '^[^ ]+ +: ok=' "$log" | sed 's/^/   /' || true
   mark "$label done in $(( $(date +%s) - start ))s"
+}
+
+standin_journals() {  # what slurmd and slurmctld said, for a failed run_playbook (on_failure=standin_journals)
+  local c
+  for c in $(podman ps --format '{{.Names}}' | grep '^ocigpu-demo-'); do
+    echo "== $c: journalctl -u slurmd -u slurmctld (last 40 lines)"
+    podman exec "$c" journalctl -u slurmd -u slurmctld --no-pager -n 40 2>&1 | cut -c1-240 || true
+  done
 }
 
 step "1. The simulator and the stand-ins' way to it"
@@ -226,6 +237,17 @@ read_output() {
   printf '%s' "$out" | tr '\n' ' '
 }
 # node_reason NODE: the node's reason in slurmctld, without who set it and when.
+run_hostname() {  # run_hostname NODE TRIES WHAT: a job running hostname on NODE, every 2 s up to TRIES looks; sets ran_job, ran_host
+  local st=''
+  ran_job=$(on_ctl sbatch --parsable -w "$1" -o "/tmp/ondemand-%j.out" --chdir=/tmp --wrap hostname)
+  for _ in $(seq "$2"); do
+    st=$(on_ctl scontrol -o show job "$ran_job" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
+    case $st in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
+    sleep 2
+  done
+  [ "$st" = COMPLETED ] || die "the job $ran_job on $3 ended $st"
+  ran_host=$(read_output "$ran_job" "$1" | tr -d ' ')
+}
 node_reason() { on_ctl scontrol -o show node "$1" | grep -o 'Reason=.*' | cut -c8- | sed 's/ \[.*//' || true; }
 t_resume=''; restarted=''; down_seen=''
 for _ in $(seq 1500); do
@@ -410,14 +432,8 @@ if [ -n "$HEAL" ]; then
   mark "heal: the controller's exporter serves ocigpu_heal_steps_total{step=\"healed\"} $healed_metric"
   # A job under the old Slurm name runs on the new instance (powering it up first when the loop
   # found it powered down already).
-  hjob=$(on_ctl sbatch --parsable -w "$sick" -o "/tmp/ondemand-%j.out" --chdir=/tmp --wrap hostname)
-  for _ in $(seq 300); do
-    st=$(on_ctl scontrol -o show job "$hjob" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
-    case $st in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
-    sleep 2
-  done
-  [ "$st" = COMPLETED ] || die "the job on the mended $sick ended $st"
-  new_host=$(read_output "$hjob" "$sick" | tr -d ' ')
+  run_hostname "$sick" 300 "the mended $sick"
+  hjob=$ran_job new_host=$ran_host
   mark "heal: job $hjob ran on $sick, now instance $new_host (was $sick_old)"
   if [ -z "$new_host" ] || [ "$new_host" = "$sick_old" ]; then
     die "job $hjob did not run on a new instance of $sick ('$new_host')"
@@ -496,6 +512,72 @@ mark "stand-ins left: $left (the controller)"
 states=$(on_ctl sinfo -h -N -o '%N %t')
 printf '%s\n' "$states" | sed 's/^/   /'
 if printf '%s\n' "$states" | grep -q ' down'; then die "nodes are left DOWN"; fi
+
+if [ -n "$HEAL" ]; then
+  step "5b. A static node of the cluster network made sick: the loop replaces it through the pool, the new instance pulls"
+  # One static node joins (provision.yml with gpu_node_count: 1, configure.yml by push), with the loop on
+  # for static nodes too. Its instance's user_data holds the pull, which waits in vain for the pull
+  # server's tags: a static node is configured by push.
+  run_playbook "provision one static node" "$work/provision-static.log" playbooks/provision.yml -e "@$work/cluster.yml" \
+    -e gpu_node_count=1
+  demo_wait_standins 2
+  on_failure=standin_journals run_playbook "configure with the static node" "$work/configure-static.log" \
+    -i "$work/demo.gpu_nodes.yml" playbooks/configure.yml -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" \
+    -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME" -e "@$work/heal-vars.yml" -e slurm_autoscaler_heal_static=true
+  static=$(on_ctl sinfo -h -N -o '%N' | grep -v '^gpu-' | sort -u | head -1)
+  [ -n "$static" ] || die "no static node in slurmctld after configure"
+  for _ in $(seq 60); do [ "$(on_ctl sinfo -h -n "$static" -o '%t')" = idle ] && break; sleep 1; done
+  old_addr=$(on_ctl scontrol show node "$static" | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)
+  c=$(podman ps --format '{{.Names}}' | grep "^ocigpu-demo-$static-" | head -1)
+  [ -n "$c" ] || die "no stand-in for the static node $static"
+  t_static=$(date +%s.%N)
+  podman exec "$c" mv /usr/bin/enroot /usr/bin/enroot.off
+  # slurmd runs its health check when it starts, and then every node_health_interval (300 s): a restart
+  # of slurmd (as a reboot would) has the check find the fault now rather than within five minutes.
+  podman exec "$c" systemctl restart slurmd
+  mark "heal: static node $static ($old_addr) made sick (enroot gone), its slurmd restarted"
+  reason=''
+  for _ in $(seq 90); do
+    reason=$(node_reason "$static")
+    [[ "$reason" == ocigpu-health:* ]] && break; sleep 1
+  done
+  [[ "$reason" == ocigpu-health:* ]] || die "$static was not drained by its health check (reason: '$reason')"
+  mark "heal: $static drained by slurmd's health check: $reason"
+  t_static_drained=$(date +%s.%N)
+  healed='' seen=0
+  for _ in $(seq 300); do
+    # Every new line of the loop and the service about the node, in order.
+    lines=$(on_ctl grep -E " (heal|replace) $static: " /var/log/ocigpu-autoscaler/autoscaler.log 2>/dev/null | cut -d' ' -f4- || true)
+    count=$(printf '%s' "$lines" | grep -c . || true)
+    if [ "$count" -gt "$seen" ]; then
+      while IFS= read -r line; do mark "$line"; done < <(printf '%s\n' "$lines" | tail -n "$(( count - seen ))")
+      seen=$count
+    fi
+    case $(printf '%s\n' "$lines" | tail -1) in *'back in service'*) healed=1; break ;; *'left'*) break ;; esac
+    sleep 2
+  done
+  [ -n "$healed" ] || die "the loop did not mend the static node $static; autoscaler log: $(on_ctl grep -E " (heal|replace) $static" /var/log/ocigpu-autoscaler/autoscaler.log | tail -3)"
+  t_static_back=$(date +%s.%N)
+  new_addr=$(on_ctl scontrol show node "$static" | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)
+  [ "$new_addr" != "$old_addr" ] || die "$static kept its old address $old_addr"
+  on_ctl grep -q "^NodeName=$static NodeAddr=$new_addr " /etc/slurm/nodes.conf \
+    || die "nodes.conf does not hold $static's new address $new_addr: $(on_ctl grep "^NodeName=$static " /etc/slurm/nodes.conf)"
+  # The address outlives a reconfigure (it restarts slurmctld): it is in nodes.conf, not only in slurmctld.
+  on_ctl scontrol reconfigure
+  for _ in $(seq 30); do on_ctl scontrol show node "$static" > "$work/static-node.txt" 2>/dev/null && break; sleep 1; done
+  grep -q "NodeAddr=$new_addr " "$work/static-node.txt" || die "$static lost its new address at scontrol reconfigure: $(grep -o 'NodeAddr=[^ ]*' "$work/static-node.txt")"
+  mark "heal: $static at $new_addr (was $old_addr) in slurmctld and nodes.conf, and after scontrol reconfigure"
+  run_hostname "$static" 150 "the mended static node $static"
+  sjob=$ran_job new_host=$ran_host
+  mark "heal: job $sjob ran on $static, now instance $new_host"
+  if [ -z "$new_host" ] || [ "$new_host" = "$static" ]; then die "job $sjob did not run on a new instance of $static ('$new_host')"; fi
+  c=$(podman ps --format '{{.Names}}' | grep "^ocigpu-demo-$new_host-" | head -1)
+  podman exec "$c" cat /var/lib/ocigpu-pull/pull.json > "$work/static-instance.json" 2>/dev/null || true
+  printf '   heal (static): sick -> drained %.1f s, drained -> back in service %.1f s (the pool, the pull, the checks)\n' \
+    "$(echo "$t_static_drained - $t_static" | bc)" "$(echo "$t_static_back - $t_static_drained" | bc)"
+  jq -r '"   heal (static): the new instance'"'"'s pull: tags \(.wait_tags) s, roles \(.configure) s, passive checks \(.checks) s, active NCCL check \(.active_check) s, total \(.total) s"' \
+    "$work/static-instance.json" || true
+fi
 
 step "6. Teardown: nothing billable left"
 run_playbook "teardown" "$work/teardown.log" playbooks/teardown.yml -e "@$work/cluster.yml"
