@@ -541,8 +541,8 @@ class Service(object):
         if written:
             self._reconfigure_soon('replace %s' % name)
         level('replace %s: instance %s replaced by %s at %s through the pool of %s; address %s%s', name,
-                 found['old_id'], found['id'], found['private_ip'], found['cluster_network_id'], kept,
-                 '' if not status else '; telling slurmctld the address failed (scontrol exited %s)' % status)
+              found['old_id'], found['id'], found['private_ip'], found['cluster_network_id'], kept,
+              '' if not status else '; telling slurmctld the address failed (scontrol exited %s)' % status)
         self.healer.replaced(name, found, None)
         return True
 
