@@ -439,9 +439,10 @@ class Autoscaler(object):
                     done.update(carried)
                 outcomes.append(dict(cn=cn, carried=carried, in_use=in_use))
         if wait:
+            # Outside the lock: a resume need not wait for OCI to finish the termination.
             for outcome in outcomes:
                 if not outcome['in_use']:
-                    self.ops.terminate(outcome['cn'].id, wait=True)
+                    self.ops.wait_gone(outcome['cn'].id)
         if done:
             self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in done]))
         return outcomes

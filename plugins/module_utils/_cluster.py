@@ -169,8 +169,11 @@ class ClusterOps(object):
             response = self.session.call_response(self.cm.terminate_cluster_network, cluster_network_id)
             self.work_request_id = response.headers.get('opc-work-request-id') or self.work_request_id
         if wait:
-            self.waiter.gone(self.cm.get_cluster_network, cluster_network_id,
-                             what='cluster network %s' % cluster_network_id)
+            self.wait_gone(cluster_network_id)
+
+    def wait_gone(self, cluster_network_id):
+        """Wait until a cluster network whose termination was asked for is gone."""
+        self.waiter.gone(self.cm.get_cluster_network, cluster_network_id, what='cluster network %s' % cluster_network_id)
 
     def nodes(self, cluster_network_id):
         items = self.session.list_all(self.cm.list_cluster_network_instances, self.compartment_id, cluster_network_id)
