@@ -18,13 +18,26 @@ gpus, rdma_devices, rdma_port_gbps, rdma_addresses ({interface: address}), scrat
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import subprocess  # nosec: fixed argument lists, no shell
 import tempfile
 
-XID_RE = re.compile(r'NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)')
+# The GPU driver's XID report, as the whole start of a kernel record (kernel_rc.c in NVIDIA's open kernel
+# modules prints "NVRM: Xid (PCI:%04x:%02x:%02x): %d, pid=%s, name=%s, <text>", on a MIG GPU with
+# " GPU-I:%02u" and " GPU-CI:%02u" inside the parenthesis; older drivers leave out "PCI:"). Anchored at the
+# start and with the driver's own PCI address, so text a user can get the kernel to print (a path in an
+# overlayfs error, a crashing process's name of at most 15 characters) does not match.
+XID_RE = re.compile(r'NVRM: Xid \((?P<pci>(?:PCI:)?[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)'
+                    r'(?: GPU-I:\d+)?(?: GPU-CI:\d+)?\): (?P<xid>\d+),')
+# A /dev/kmsg record: "<syslog priority>,<sequence>,<microseconds>,<flags>[,...];<message>" (the kernel's
+# Documentation/ABI/testing/dev-kmsg); the priority's facility is 0 (kern) only for what the kernel itself
+# printed: the kernel gives a record written to /dev/kmsg by user space the user facility unless it names
+# another one, and never the kern facility.
+KMSG_RE = re.compile(r'(?P<pri>\d+),\d+,\d+,[^;]*;(?P<message>.*)')
+KMSG_DEVICE = '/dev/kmsg'
 RATE_RE = re.compile(r'^\s*(?P<gbps>\d+(?:\.\d+)?)\s*Gb/sec')
 # nvidia-smi --query-gpu fields: the base ones every driver knows, then the optional ones (row
 # remapping is Ampere and later, page retirement Volta and earlier; an old driver rejects a name).
@@ -67,10 +80,31 @@ def gpu_list(gpus):
             for g in gpus]
 
 
-def find_xids(kernel_log):
-    """XID events (the GPU driver's error reports) found in kernel log text."""
-    return [dict(m.groupdict(), xid=int(m.group('xid')), line=line.strip())
-            for line in (kernel_log or '').splitlines() for m in [XID_RE.search(line)] if m]
+def find_xids(messages):
+    """XID events (the GPU driver's error reports) in kernel messages: a list of whole kernel records (as
+    kernel_log() returns them), or text of one record a line. A record counts only when it starts with
+    the driver's own report (XID_RE)."""
+    if isinstance(messages, str):
+        messages = messages.splitlines()
+    return [dict(m.groupdict(), xid=int(m.group('xid')), line=message.strip())
+            for message in messages or () for m in [XID_RE.match(message)] if m]
+
+
+def _unescape_kmsg(text):
+    # /dev/kmsg writes a byte below 32 or above 126 and the backslash as \xHH
+    return re.sub(r'\\x([0-9a-fA-F]{2})', lambda m: chr(int(m.group(1), 16)), text)
+
+
+def parse_kmsg(text):
+    """The kernel's own records (facility kern) in /dev/kmsg text: [message], each a whole record with any
+    newline it holds kept inside (so a record cannot pass for two). Records of any other facility (what user
+    space wrote to /dev/kmsg) and the records' key=value continuation lines are left out."""
+    messages = []
+    for line in (text or '').splitlines():
+        match = KMSG_RE.match(line)
+        if match and int(match.group('pri')) >> 3 == 0:
+            messages.append(_unescape_kmsg(match.group('message')))
+    return messages
 
 
 def read_text(path):
@@ -159,12 +193,65 @@ def query_gpus(nvidia_smi='nvidia-smi', field_sets=(BASE_FIELDS + EXTRA_FIELDS, 
     return None, (), error
 
 
-def kernel_log():
-    """The kernel log of this boot (dmesg, else journalctl -k), or None when neither is readable."""
-    for argv in (['dmesg', '--notime'], ['journalctl', '-k', '-b', '--no-pager', '-q']):
-        rc, out, _err = _run(argv)
-        if rc == 0:
-            return out
+def read_kmsg(device=KMSG_DEVICE):
+    """The records /dev/kmsg holds now (what dmesg reads), as its text, or None when it cannot be read (it
+    needs root, or CAP_SYSLOG where kernel.dmesg_restrict is set)."""
+    try:
+        handle = os.open(device, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    records = []
+    try:
+        while True:
+            try:
+                record = os.read(handle, 8192)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:  # the record was overwritten before it was read; the next one follows
+                    continue
+                raise
+            if not record:
+                break
+            records.append(record.decode('utf-8', 'replace'))
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+    return ''.join(records)
+
+
+def journal_kernel_messages(journal_json):
+    """The messages of `journalctl -k -o json` entries whose _TRANSPORT (a field journald sets, which a
+    client cannot) is kernel; a message journald kept as bytes is decoded."""
+    messages = []
+    for line in (journal_json or '').splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get('_TRANSPORT') != 'kernel':
+            continue
+        message = entry.get('MESSAGE')
+        if isinstance(message, list):
+            message = bytes(b & 0xff for b in message if isinstance(b, int)).decode('utf-8', 'replace')
+        if isinstance(message, str):
+            messages.append(message)
+    return messages
+
+
+def kernel_log(run=None, kmsg=KMSG_DEVICE):
+    """The kernel's own records of this boot, [message], or None when none can be read: /dev/kmsg's records
+    of the kern facility, else the journal's entries of the kernel transport (`journalctl -k`). Never the
+    plain text of dmesg or syslog, where a line cannot be told from a record of another facility or from
+    part of a record. run(argv) -> (rc, stdout, stderr) runs journalctl (default: subprocess)."""
+    text = read_kmsg(kmsg)
+    if text is not None:
+        return parse_kmsg(text)
+    rc, out, _err = (run or _run)(['journalctl', '-k', '-b', '-o', 'json', '--no-pager', '-q',
+                                   '--output-fields=MESSAGE,_TRANSPORT'])
+    if rc == 0:
+        return journal_kernel_messages(out)
     return None
 
 

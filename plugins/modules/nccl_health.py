@@ -29,7 +29,7 @@ options:
     description: GPUs the node must show. Unset to skip the GPU count and ECC checks.
     type: int
   check_xid:
-    description: Whether to look for XID events in the kernel log (C(dmesg), then C(journalctl -k)).
+    description: Whether to look for XID events in the kernel's own records (C(/dev/kmsg), then C(journalctl -k)).
     type: bool
     default: true
   expected_hcas:
@@ -80,20 +80,16 @@ gpus:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._health import BASE_FIELDS, IB_SYSFS, find_xids, gpu_list
+from ansible_collections.ocigpu.cluster.plugins.module_utils._health import BASE_FIELDS, IB_SYSFS, find_xids, gpu_list, kernel_log
 from ansible_collections.ocigpu.cluster.plugins.module_utils._observe import query_gpus, read_ib_ports
 from ansible_collections.ocigpu.cluster.plugins.module_utils._nccl import evaluate_health
 
 
 def _kernel_log(module):
-    for argv in (['dmesg', '--notime'], ['journalctl', '-k', '-b', '--no-pager', '-q']):
+    def run(argv):
         path = module.get_bin_path(argv[0], opt_dirs=['/bin', '/usr/bin', '/sbin'])
-        if not path:
-            continue
-        rc, out, err = module.run_command([path] + argv[1:])
-        if rc == 0:
-            return out
-    return None
+        return module.run_command([path] + argv[1:]) if path else (127, '', argv[0] + ' not found')
+    return kernel_log(run)
 
 
 def main():

@@ -59,7 +59,8 @@ class Node(object):
         self.ports = dict(('mlx5_%d' % n, ('4: ACTIVE', '5: LinkUp', '200 Gb/sec (4X HDR)')) for n in (0, 1))
         self.addresses = {'rdma0': '192.168.0.5/24', 'rdma1': '192.168.1.5/24'}
         self.mounted = True
-        self.kernel_log = '[    3.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n'
+        # /dev/kmsg's records (priority,sequence,microseconds,flags;message): 6 is kern.info, 3 kern.err
+        self.kernel_log = '6,1012,3100000,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n'
         self.state_file = state_file or tmp / 'slurm.json'
         if state_file is None:
             self.slurm(state='IDLE', reason='')
@@ -153,8 +154,8 @@ BREAKS = [
      'ecc ECC errors on GPU 2'),
     ('pending row remap', lambda n: n.gpus.__setitem__(5, n.gpus[5].replace('No, No,', 'Yes, No,')), 'row_remap',
      'row_remap row remap on GPU 5'),
-    ('XID 79', lambda n: setattr(n, 'kernel_log', n.kernel_log + '[ 99.0] NVRM: Xid (PCI:0000:2f:00): 79, pid=0, '
-                                 'GPU has fallen off the bus.\n'), 'xid', 'xid Xid 79'),
+    ('XID 79', lambda n: setattr(n, 'kernel_log', n.kernel_log + '3,2001,99000000,-;NVRM: Xid (PCI:0000:2f:00): 79, '
+                                 'pid=\'<unknown>\', name=<unknown>, GPU has fallen off the bus.\n'), 'xid', 'xid Xid 79'),
     ('RDMA port down', lambda n: n.ports.__setitem__('mlx5_1', ('1: DOWN', '3: Disabled', '200 Gb/sec (4X HDR)')),
      'rdma_links', 'rdma_links RDMA mlx5_1/1 DOWN'),
     ('RDMA port at a lower rate', lambda n: n.ports.__setitem__('mlx5_0', ('4: ACTIVE', '5: LinkUp', '100 Gb/sec (4X EDR)')),
@@ -227,7 +228,7 @@ def test_a_check_that_cannot_run_neither_drains_nor_resumes(node):
 
 
 def test_application_xids_are_ignored_and_unknown_nodes_are_reported(node):
-    node.kernel_log += '[ 50.0] NVRM: Xid (PCI:0000:0f:00): 13, pid=4242, Graphics Exception\n'
+    node.kernel_log += '3,2002,50000000,-;NVRM: Xid (PCI:0000:0f:00): 13, pid=4242, name=python3, Graphics Exception\n'
     node.slurm(state='IDLE', reason='', known=False)
     out = node.check()
     assert out['rc'] == 0 and out['by_check']['xid']['ok'] is True
@@ -347,3 +348,85 @@ def test_an_active_check_that_cannot_run_changes_nothing_in_slurm(active_node):
     assert out['rc'] == 2 and out['result']['ok'] is None and out['slurm'] is None
     assert 'is not an executable program' in out['result']['reason']
     assert active_node.slurm_state()['calls'] == [] and not (active_node.tmp / 'nccl-active.prom').exists()
+
+
+# Issue 45: text a user can put in the kernel log is not an XID. Each record below is one the kernel
+# logs (or lets user space log) from a string an unprivileged user chose; none may drain the node.
+FORGED = [
+    # an overlayfs mount in a user namespace with a lower directory named like an XID (kern.err)
+    ('overlayfs path', "3,3001,120000000,-;overlayfs: failed to resolve 'NVRM: Xid (PCI:0000:0f:00): 79': -2"),
+    # a process named "NVRM: Xid (): 7" (15 characters, a task name's most) that segfaults (kern.info)
+    ('process name', '6,3002,121000000,-;NVRM: Xid (): 7[31482]: segfault at 0 ip 0000000000401000 sp '
+                     '00007ffc8a0d1e40 error 4 in a.out[401000+1000]'),
+    # the driver's exact line, written to /dev/kmsg by user space: the kernel gives it the user facility (14)
+    ('written to /dev/kmsg', '14,3003,122000000,-;NVRM: Xid (PCI:0000:0f:00): 79, pid=1, name=x, GPU has fallen off the bus.'),
+    # even with a priority that names kern.err the kernel stores it as user.err (11)
+    ('written to /dev/kmsg as <3>', '11,3004,123000000,-;NVRM: Xid (PCI:0000:0f:00): 79, pid=1, name=x, forged'),
+    # a path with a newline in it: one record, escaped by /dev/kmsg, not a line of its own
+    ('newline in a path', "3,3005,124000000,-;overlayfs: failed to resolve 'x\\x0aNVRM: Xid (PCI:0000:0f:00): 79, "
+                          "pid=1, name=x, y': -2"),
+    # a user's text after the driver's prefix, without the driver's PCI address
+    ('no PCI address', '3,3006,125000000,-;NVRM: Xid (gpu0): 79, forged'),
+]
+
+
+@pytest.mark.parametrize('what, record', FORGED, ids=[f[0] for f in FORGED])
+def test_text_a_user_can_log_is_not_an_xid(node, what, record):
+    node.kernel_log += record + '\n'
+    out = node.check()
+    assert out['rc'] == 0 and out['by_check']['xid']['ok'] is True, (what, out['by_check']['xid'])
+    assert node.slurm_state()['state'] == 'IDLE'
+
+
+def test_the_drivers_own_records_are_xids(node):
+    """The driver's formats (kernel_rc.c): with and without PCI:, a MIG instance, an NVLink XID without a
+    process, a PCI domain past 0000."""
+    node.kernel_log += ''.join(r + '\n' for r in (
+        '3,4001,130000000,-;NVRM: Xid (PCI:0000:2f:00): 79, pid=\'<unknown>\', name=<unknown>, GPU has fallen off the bus.',
+        '3,4002,131000000,-;NVRM: Xid (PCI:0000:3b:00 GPU-I:01 GPU-CI:00): 94, pid=5, name=python3, Contained ECC error',
+        '4,4003,132000000,-;NVRM: Xid (PCI:0019:01:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000)',
+        '3,4004,133000000,-;NVRM: Xid (0000:8d:00): 48, An uncorrectable double bit error',
+        ' SUBSYSTEM=pci',  # a record's continuation line
+    ))
+    out = node.check()
+    assert out['rc'] == 1 and node.slurm_state()['reason'] == 'ocigpu-health: xid Xid 48,79,94,149'
+    assert 'Xid 79 on PCI:0000:2f:00' in out['by_check']['xid']['reason']
+    assert 'Xid 94 on PCI:0000:3b:00' in out['by_check']['xid']['reason']
+
+
+def test_kmsg_records_and_the_journal_keep_only_the_kernels_own():
+    lib = _library()
+    text = ('6,1,10,-;NVRM: loading\n SUBSYSTEM=pci\n DEVICE=+pci:0000:0f:00.0\n'
+            '14,2,11,-;NVRM: Xid (PCI:0000:0f:00): 79, forged\n'
+            "3,3,12,c;overlayfs: failed to resolve 'a\\x0aNVRM: Xid (PCI:0000:0f:00): 79, b': -2\n")
+    assert lib.parse_kmsg(text) == ['NVRM: loading', "overlayfs: failed to resolve 'a\nNVRM: Xid (PCI:0000:0f:00): 79, b': -2"]
+    assert lib.find_xids(lib.parse_kmsg(text)) == []
+    journal = '\n'.join(json.dumps(e) for e in (
+        dict(_TRANSPORT='kernel', MESSAGE='NVRM: Xid (PCI:0000:0f:00): 79, pid=0, name=x, fallen off'),
+        dict(_TRANSPORT='syslog', MESSAGE='NVRM: Xid (PCI:0000:0f:00): 48, pid=0, name=x, forged'),
+        dict(_TRANSPORT='stdout', MESSAGE='NVRM: Xid (PCI:0000:0f:00): 48, pid=0, name=x, forged'),
+        dict(_TRANSPORT='kernel', MESSAGE=list(b'NVRM: Xid (PCI:0000:0f:00): 63, pid=0, name=x, \xff'))))
+    assert [x['xid'] for x in lib.find_xids(lib.journal_kernel_messages(journal))] == [79, 63]
+
+
+def test_kernel_log_reads_kmsg_else_the_journals_kernel_entries(tmp_path):
+    lib = _library()
+    kmsg = tmp_path / 'kmsg'
+    kmsg.write_text('3,1,1,-;NVRM: Xid (PCI:0000:0f:00): 79, pid=0, name=x, y\n14,2,2,-;user text\n')
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 0, json.dumps(dict(_TRANSPORT='kernel', MESSAGE='from the journal')) + '\n', ''
+    assert lib.kernel_log(run, kmsg=str(kmsg)) == ['NVRM: Xid (PCI:0000:0f:00): 79, pid=0, name=x, y'] and calls == []
+    assert lib.kernel_log(run, kmsg=str(tmp_path / 'none')) == ['from the journal']
+    assert calls[0][:2] == ['journalctl', '-k']
+    assert lib.kernel_log(lambda argv: (1, '', 'no journal'), kmsg=str(tmp_path / 'none')) is None
+
+
+def _library():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('ocigpu_health_under_test', LIBRARY)
+    lib = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lib)
+    return lib

@@ -182,7 +182,7 @@ SMI = ('0, 00000000:0F:00.0, NVIDIA A100-SXM4-40GB, 0\n1, 00000000:15:00.0, NVID
 def test_nvidia_smi_and_xid_parsing():
     gpus = health.gpu_list(health.parse_gpu_query(SMI))
     assert [g['ecc_uncorrected'] for g in gpus] == [0, 2, None]
-    xids = health.find_xids('[  12.3] NVRM: Xid (PCI:0000:0f:00): 79, pid=0, GPU has fallen off the bus.\nother\n')
+    xids = health.find_xids('NVRM: Xid (PCI:0000:0f:00): 79, pid=0, GPU has fallen off the bus.\nother\n')
     assert xids[0]['xid'] == 79 and xids[0]['pci'] == 'PCI:0000:0f:00'
 
 
