@@ -7,11 +7,11 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: firewalld_zones
-short_description: Bring firewalld's default zone and the sources, interfaces, services and ports of its zones to a declared state in one task
+short_description: Bring firewalld's default zone and the sources, interfaces, services, ports and rich rules of its zones to a declared state in one task
 version_added: 0.2.0
 description:
-  - Adds the sources, interfaces, services and ports of each zone of O(zones) that the zone lacks,
-    removes the undeclared services and ports of a zone with O(zones[].exclusive=true), and sets
+  - Adds the sources, interfaces, services, ports and rich rules of each zone of O(zones) that the zone
+    lacks, removes the undeclared services, ports and rich rules of a zone with O(zones[].exclusive=true), and sets
     O(default_zone). One task and one remote call, where loops over M(ansible.posix.firewalld)
     make one call per entry; on an idempotent re-run of a cluster's configuration those calls add up.
   - Every change is made both in the permanent configuration and at runtime, as
@@ -85,9 +85,21 @@ options:
             ranges into one; a declared port inside an open range is not added again.
         type: list
         elements: str
+      rich_rules:
+        description:
+          - Rich rules of the zone (C(rule family="ipv4" source address="10.0.0.0/16" port port="6817"
+            protocol="tcp" accept)), for a port open to some sources only.
+          - Compared as firewalld lists them, with the attributes of each element in any order and quotes
+            optional; write them as firewalld lists them (C(firewall-cmd --list-rich-rules)) to be sure.
+            A rule firewalld refuses fails the task with its message.
+          - New rules are added before anything of the zone is removed, and rules that O(zones[].exclusive)
+            removes go last, so that a port that moves from the zone's ports to a rich rule is never closed
+            in between.
+        type: list
+        elements: str
       exclusive:
         description:
-          - Also remove the services and ports of the zone that are not declared, of the kinds given
+          - Also remove the services, ports and rich rules of the zone that are not declared, of the kinds given
             (without O(zones[].ports) the ports are left as they are), in whichever configuration
             holds them. An open range that declared ranges do not cover entirely is removed and the
             declared ones added.
@@ -121,7 +133,11 @@ EXAMPLES = r"""
         sources: [10.0.0.0/16, 192.168.128.0/22]
       - name: public
         services: [ssh]
-        ports: [6817/tcp, 6818/tcp, 60001-63000/tcp]
+        ports: [9100/tcp]
+        # Slurm's ports from the VCN only.
+        rich_rules:
+          - rule family="ipv4" source address="10.0.0.0/16" port port="6817" protocol="tcp" accept
+          - rule family="ipv4" source address="10.0.0.0/16" port port="60001-63000" protocol="tcp" accept
         exclusive: true
   register: __zones
 
@@ -143,6 +159,7 @@ changes:
     - "public: remove service dhcpv6-client"
     - "trusted: add source 10.0.0.0/16 (moved from internal)"
     - "public: add port 6818/tcp (runtime only)"
+    - 'public: add rich rule rule family="ipv4" source address="10.0.0.0/16" port port="6817" protocol="tcp" accept'
     - "default zone: public (was home)"
 default_zone:
   description: The default zone after the task (or, in check mode, after it would have run).
@@ -158,13 +175,21 @@ running:
 
 import ipaddress
 import re
+import shlex
 from collections import namedtuple
 
 from ansible.module_utils.basic import AnsibleModule
 
 _ENV = {'LC_ALL': 'C'}
-_KINDS = ('sources', 'interfaces', 'services', 'ports')
-_SINGULAR = {'sources': 'source', 'interfaces': 'interface', 'services': 'service', 'ports': 'port'}
+_KINDS = ('sources', 'interfaces', 'services', 'ports', 'rich_rules')
+_SINGULAR = {'sources': 'source', 'interfaces': 'interface', 'services': 'service', 'ports': 'port',
+             'rich_rules': 'rich rule'}
+# firewall-cmd's option for each kind: --add-<option>, --remove-<option>.
+_OPTION = {'sources': 'source', 'interfaces': 'interface', 'services': 'service', 'ports': 'port',
+           'rich_rules': 'rich-rule'}
+# The keys of --list-all-zones for the kinds.
+_LISTED_KEY = {'sources': 'sources', 'interfaces': 'interfaces', 'services': 'services', 'ports': 'ports',
+               'rich rules': 'rich_rules'}
 _MODES = ('permanent', 'runtime')  # the order changes are applied in
 _PORT = re.compile(r'^(\d{1,5})(?:-(\d{1,5}))?/(tcp|udp|sctp|dccp)$')
 # Listed ports may use any protocol firewalld knows; only these are compared as ranges.
@@ -213,21 +238,47 @@ def _merge(spans, new):
 # ------------------------------------------------------------------- reading firewall-cmd
 
 
+def _rich_key(rule):
+    """A rich rule as compared: its words, the attributes of each element sorted, quotes dropped.
+    None when it does not parse."""
+    try:
+        words = shlex.split(rule)
+    except ValueError:
+        return None
+    key, attrs = [], []
+    for word in words:
+        if '=' in word:
+            attrs.append(word)
+        else:
+            key.extend(sorted(attrs))
+            attrs = []
+            key.append(word)
+    return tuple(key + sorted(attrs))
+
+
 def _parse_zones(text):
     """--list-all-zones output -> ({zone: {kind: [entries]}}, default zone or None)."""
-    zones, default, current = {}, None, None
+    zones, default, current, listing = {}, None, None, None
     for line in text.splitlines():
-        if not line.strip() or line.startswith('\t'):
-            continue  # blank, or a continued rich rule or forward port
+        if not line.strip():
+            continue
+        if line.startswith('\t'):  # a continued entry: a rich rule (kept) or a forward port
+            if current is not None and listing == 'rich rules':
+                current['rich_rules'].append(line.strip())
+            continue
         if not line.startswith(' '):
             name, dummy, attrs = line.strip().partition(' ')
-            current = zones.setdefault(name, dict((kind, []) for kind in _KINDS))
+            current, listing = zones.setdefault(name, dict((kind, []) for kind in _KINDS)), None
             if 'default' in attrs.strip('()').replace(',', ' ').split():
                 default = name
             continue
         key, sep, value = line.strip().partition(':')
-        if current is not None and sep and key in _KINDS:
-            current[key] = value.split()
+        listing = key if sep else None
+        if current is not None and sep and key in _LISTED_KEY:
+            if key == 'rich rules':  # one per line, on the lines that follow
+                current['rich_rules'] = [value.strip()] if value.strip() else []
+            else:
+                current[_LISTED_KEY[key]] = value.split()
     return zones, default
 
 
@@ -339,6 +390,10 @@ def _check(zones, default_zone):
         for service in zone['services'] or []:
             if not re.match(r'^[\w.+-]+$', service):
                 problems.append('%s: service %r is not a valid service name' % (name, service))
+        for rule in zone['rich_rules'] or []:
+            words = _rich_key(rule)
+            if not words or words[0] != 'rule' or '\n' in rule:
+                problems.append('%s: rich rule %r is not one line starting with "rule"' % (name, rule))
         for port in zone['ports'] or []:
             span = _range(port)
             if span is None:
@@ -378,11 +433,24 @@ def _plan_ports(ports, listed, exclusive):
 
 def _plan_zone(mode, zone, state, owners):
     """The steps one configuration (permanent or runtime) needs for one declared zone, in the order
-    they are applied, and the zone's state after them. Removals come first: a port added next to an
-    undeclared range would otherwise be merged with it."""
+    they are applied, and the zone's state after them. New rich rules first, then the removals (a port
+    added next to an undeclared range would otherwise be merged with it), then the additions, and the
+    undeclared rich rules last: a port that moves between the ports and a rich rule stays open."""
     name, steps = zone['name'], []
     after = dict((kind, list(state[kind])) for kind in _KINDS)
     services = _unique(zone['services']) if zone['services'] is not None else None
+
+    rules, extra_rules = None, []
+    if zone['rich_rules'] is not None:
+        rules = _unique(zone['rich_rules'])
+        declared = set(_rich_key(r) for r in rules)
+        listed = set(_rich_key(r) for r in state['rich_rules'])
+        missing = [r for r in rules if _rich_key(r) not in listed]
+        if missing:
+            steps.append(_Step(mode, name, 'add', 'rich_rules', missing, {}))
+            after['rich_rules'] += missing
+        if zone['exclusive']:
+            extra_rules = [r for r in state['rich_rules'] if _rich_key(r) not in declared]
 
     if services is not None and zone['exclusive']:
         extra = [s for s in state['services'] if s not in services]
@@ -411,6 +479,9 @@ def _plan_zone(mode, zone, state, owners):
             after['services'] += missing
     if add_ports:
         steps.append(_Step(mode, name, 'add', 'ports', add_ports, {}))
+    if extra_rules:
+        steps.append(_Step(mode, name, 'remove', 'rich_rules', extra_rules, {}))
+        after['rich_rules'] = [r for r in after['rich_rules'] if r not in extra_rules]
     return steps, after
 
 
@@ -447,7 +518,7 @@ def _args(step):
     if step.kind in ('sources', 'interfaces') and step.verb == 'add':
         option = '--change-' + _SINGULAR[step.kind]  # moves it from another zone, if bound to one
     else:
-        option = '--%s-%s' % (step.verb, _SINGULAR[step.kind])
+        option = '--%s-%s' % (step.verb, _OPTION[step.kind])
     return ['--zone=' + step.zone] + ['%s=%s' % (option, entry) for entry in step.entries]
 
 
@@ -516,6 +587,7 @@ def main():
                 interfaces=dict(type='list', elements='str'),
                 services=dict(type='list', elements='str'),
                 ports=dict(type='list', elements='str'),
+                rich_rules=dict(type='list', elements='str'),
                 exclusive=dict(type='bool', default=False),
             )),
             offline=dict(type='bool', default=False),

@@ -521,10 +521,13 @@ def test_without_firewall_cmd(fw, monkeypatch, capsys):
 # ------------------------------------------------------------------- reading firewall-cmd
 
 
-def test_listing_parser_skips_rich_rules_and_forward_ports(fw):
+def test_listing_parser_reads_rich_rules_and_skips_forward_ports(fw):
     zones, default = firewalld_zones._parse_zones(fw.listing('runtime'))
     assert default == 'public'
-    assert zones['internal'] == {'sources': [], 'interfaces': [], 'services': ['ssh', 'mdns'], 'ports': []}
+    assert zones['internal'] == {'sources': [], 'interfaces': [], 'services': ['ssh', 'mdns'], 'ports': [],
+                                 'rich_rules': ['rule family="ipv4" source address="10.9.0.0/16" port port="5000" '
+                                                'protocol="tcp" accept']}
+    assert zones['home']['rich_rules'] == [] and zones['home']['ports'] == []
     assert zones['public']['interfaces'] == ['eth0'] and sorted(zones) == ['home', 'internal', 'public', 'trusted']
 
 
