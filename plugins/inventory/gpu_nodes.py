@@ -19,6 +19,12 @@ description:
     API calls grows with compartments, subnets and clusters, not with instances.
   - Hosts are reached on their private IP (V(ansible_host)), through an SSH ProxyJump via their
     cluster's bastion, so C(ansible all -m ping) works from a laptop.
+  - A cluster is its tag in its compartment. When one tag is found in several compartments, each is a
+    cluster of its own, with its own group (C(cluster_<name>_<8 hex digits of the compartment OCID's
+    SHA-256>)), bastion, ProxyJump and controller, and a warning names them.
+  - An inventory that finds no host warns, naming the compartments searched and the cluster tags seen there.
+  - A throttled answer (HTTP 429) pauses every call of the run and uses up no attempt of O(api_retries);
+    the call is tried again until O(api_retry_max_seconds) have passed.
   - An API failure is an error (O(strict=true), the default). With O(strict=false) the inventory is
     still built, with a loud warning that counts and lists the failed calls, and the variable
     C(ocigpu_inventory_errors) on the group C(all) holds them. Hosts are never dropped silently.
@@ -60,8 +66,9 @@ options:
   compartments:
     description:
       - Compartments to search, each either an OCID or a mapping with C(id) and C(subtree).
-      - With C(subtree=true) (the default) every ACTIVE compartment below it is searched too; the
-        subtree comes from one listing of the tenancy's compartments.
+      - With C(subtree=true) every ACTIVE compartment below it is searched too; the subtree comes from
+        one listing of the tenancy's compartments. C(subtree) defaults to V(true), but to V(false) when
+        O(cluster) is set, so that one cluster in the compartments given is exactly the instances there.
       - Defaults to the whole tenancy (the root compartment and its subtree).
     type: list
     elements: raw
@@ -263,6 +270,15 @@ def named_group(prefix, value):
     return '%s_%s' % (safe_group(prefix, value), hashlib.sha256(value.encode('utf-8')).hexdigest()[:8])
 
 
+def _digest(text):
+    return hashlib.sha256(str(text).encode('utf-8')).hexdigest()
+
+
+def _cluster_key(host):
+    """A cluster's identity: its tag in its compartment (None for an untagged instance)."""
+    return (host['cluster'], host['compartment_id']) if host['cluster'] else None
+
+
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     NAME = 'ocigpu.cluster.gpu_nodes'
@@ -297,6 +313,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if update_cache:
             self._cache[cache_key] = result
         self.populate(result)
+        if not result['hosts']:
+            display.warning(self._nothing_found(result))
         display.vvv('ocigpu.cluster.gpu_nodes: %d hosts from the %s in %.3f s'
                     % (len(result['hosts']), source, time.monotonic() - started))
 
@@ -335,7 +353,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 clients[key].base_client.skip_deserialization = raw
             return clients[key]
 
-        retrier = Retrier(attempts=params['api_retries'] or 8, max_seconds=params['api_retry_max_seconds'] or 600)
+        # A 429 pauses every call of the discovery and uses up no attempt (_inventory.ThrottledRetrier).
+        retrier = _inventory.ThrottledRetrier(
+            Retrier(attempts=params['api_retries'] or 8, max_seconds=params['api_retry_max_seconds'] or 600))
         discovery = _inventory.Discovery(
             client_for, retrier, tenancy, regions,
             compartments=self._compartments(tenancy),
@@ -356,8 +376,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         return result
 
     def _compartments(self, tenancy):
+        # One cluster in given compartments: exactly those (the cluster provision.yml made there), unless
+        # an item says subtree: true. The whole tenancy, or every cluster: each compartment and its subtree.
+        given = self.get_option('compartments')
+        subtree = not (given and self.get_option('cluster'))
         out = []
-        for item in self.get_option('compartments') or [dict(id=tenancy)]:
+        for item in given or [dict(id=tenancy)]:
             if isinstance(item, str):
                 item = dict(id=item)
             if not isinstance(item, dict) or not isinstance(item.get('id'), str):
@@ -366,8 +390,24 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             unknown = set(item) - set(('id', 'subtree'))
             if unknown:
                 raise AnsibleError('ocigpu.cluster.gpu_nodes: compartments: unknown keys %s' % ', '.join(sorted(unknown)))
-            out.append(dict(id=item['id'], subtree=bool(item.get('subtree', True))))
+            out.append(dict(id=item['id'], subtree=bool(item.get('subtree', subtree))))
         return out
+
+    def _nothing_found(self, result):
+        """The warning for an inventory without a host: where it looked, and the clusters it saw there."""
+        cluster = self.get_option('cluster')
+        seen = result.get('seen_clusters') or []
+        where = result.get('compartments') or []
+        text = 'ocigpu.cluster.gpu_nodes: no host found%s in %d compartment(s) (%s), states %s. ' % (
+            ' for cluster %r' % cluster if cluster else '', len(where),
+            ', '.join(where[:10]) + (', ...' if len(where) > 10 else ''), '/'.join(self.get_option('lifecycle_states')))
+        if seen:
+            text += 'Clusters seen there (tag %s): %s.' % (
+                _inventory.CLUSTER_TAG,
+                ', '.join(seen[:20]) + (' and %d more' % (len(seen) - 20) if len(seen) > 20 else ''))
+        else:
+            text += 'No instance there carries the tag %s.' % _inventory.CLUSTER_TAG
+        return text + ' Check the cluster name, the compartments and the region.'
 
     def _report_errors(self, errors):
         if not errors:
@@ -444,16 +484,19 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         hosts = result['hosts']
         names = self._hostnames(hosts)
 
+        # A cluster is its tag in its compartment: two compartments' clusters of one name share no
+        # bastion, controller or group.
         bastions = {}
         controllers = {}
         wanted_controller = self.get_option('slurm_controller')
         for host in hosts:
             if host['role'] == _inventory.ROLE_BASTION and host['cluster']:
-                bastions.setdefault(host['cluster'], host)
+                bastions.setdefault(_cluster_key(host), host)
             if host['cluster'] and (
                     (wanted_controller == 'bastion' and host['role'] == _inventory.ROLE_BASTION)
                     or host['display_name'] == wanted_controller):
-                controllers.setdefault(host['cluster'], host)
+                controllers.setdefault(_cluster_key(host), host)
+        self._group_names = self._identity_groups(hosts)
 
         for group in ('bastion', 'gpu_nodes', 'gpu_nodes_on_demand', 'slurm_controller'):
             self.inventory.add_group(group)
@@ -463,7 +506,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for host in hosts:
             name = names[host['id']]
             self.inventory.add_host(name)
-            hostvars = self._hostvars(host, bastions.get(host['cluster']))
+            hostvars = self._hostvars(host, bastions.get(_cluster_key(host)))
             for key, value in hostvars.items():
                 self.inventory.set_variable(name, key, value)
             for group in self._groups(host, controllers):
@@ -473,18 +516,54 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._add_host_to_composed_groups(self.get_option('groups'), hostvars, name, strict=strict)
             self._add_host_to_keyed_groups(self.get_option('keyed_groups'), hostvars, name, strict=strict)
 
+    @staticmethod
+    def _identity_groups(hosts):
+        """{(prefix, name, compartment id): group} for the groups named after a cluster tag or a display name.
+
+        A name found in one compartment gives named_group(prefix, name), as always. A name found in
+        several compartments gives each of them its own group: the compartment OCID's first 8 hex
+        digits of SHA-256 after the name, with a warning for a cluster tag. Where a name crafted
+        elsewhere would still give a group name that another one has, both take 16 hex digits of
+        the name and compartment together."""
+        places = {}
+        for host in hosts:
+            names = [('cluster', host['cluster'])] if host['cluster'] else []
+            names += [(kind, host[kind]['name'] or host[kind]['id'])
+                      for kind in ('cluster_network', 'instance_pool', 'compute_cluster') if host.get(kind)]
+            for prefix, name in names:
+                places.setdefault((prefix, name), {})[host['compartment_id']] = host['compartment_name']
+        out = {}
+        for (prefix, name), compartments in places.items():
+            for cid in compartments:
+                out[(prefix, name, cid)] = named_group(prefix, name) if len(compartments) == 1 else (
+                    '%s_%s' % (named_group(prefix, name), _digest(cid)[:8]))
+            if prefix == 'cluster' and len(compartments) > 1:
+                display.warning('ocigpu.cluster.gpu_nodes: the cluster tag %r is on instances in %d compartments; '
+                                'each is a cluster of its own: %s' % (name, len(compartments), ', '.join(
+                                    '%s in %s' % (out[(prefix, name, cid)], compartments[cid] or cid)
+                                    for cid in sorted(compartments))))
+        taken = {}
+        for key, group in out.items():
+            taken.setdefault(group, []).append(key)
+        for group, keys in taken.items():
+            if len(keys) > 1:
+                for prefix, name, cid in keys:
+                    out[(prefix, name, cid)] = '%s_%s' % (
+                        named_group(prefix, name), _digest('%s\0%s' % (name, cid))[:16])
+        return out
+
     def _groups(self, host, controllers):
         # On-demand nodes (the Slurm autoscaler's, tagged with their Slurm name) configure themselves
         # (the pull path): they get a group of their own, so a push of configure.yml leaves them alone.
         on_demand = 'ocigpu-slurm-node' in (host['freeform_tags'] or {})
         groups = ['bastion' if host['role'] == _inventory.ROLE_BASTION else ('gpu_nodes_on_demand' if on_demand else 'gpu_nodes')]
         if host['cluster']:
-            groups.append(named_group('cluster', host['cluster']))
-            if controllers.get(host['cluster']) is host:
+            groups.append(self._group_names[('cluster', host['cluster'], host['compartment_id'])])
+            if controllers.get(_cluster_key(host)) is host:
                 groups.append('slurm_controller')
         for kind in ('cluster_network', 'instance_pool', 'compute_cluster'):
             if host.get(kind):
-                groups.append(named_group(kind, host[kind]['name'] or host[kind]['id']))
+                groups.append(self._group_names[(kind, host[kind]['name'] or host[kind]['id'], host['compartment_id'])])
         groups.append(safe_group('shape', host['shape']))
         if host['availability_domain']:
             groups.append(safe_group('ad', host['availability_domain']))

@@ -556,3 +556,91 @@ def _routes_called(ocisim, inventory, **options):
     ocisim.calls.reset()
     inventory(**options)
     return ocisim.calls.as_dict()
+
+
+# -- a cluster is its tag in its compartment (issue 45) --------------------------------------------
+
+def test_two_compartments_clusters_of_one_name_never_merge(ocisim, inventory):
+    """Tenancy-wide: two teams each made a cluster `alpha`, in compartments of their own. Each is a
+    group of its own (the compartment's suffix after the name), each node jumps through its own
+    cluster's bastion, each bastion is its own cluster's controller, and a warning names both."""
+    import hashlib
+    team_a = ocisim.add_compartment('team-a')['id']
+    team_b = ocisim.add_compartment('team-b')['id']
+    a = _cluster(ocisim, 'alpha', 2, team_a, 0)
+    b = _cluster(ocisim, 'alpha', 3, team_b, 1)
+    solo = _cluster(ocisim, 'solo', 1, team_b, 2)
+    result = inventory()
+    _check_truth(result, bench.expected_hosts(ocisim, dict(compartments=[team_a, team_b], clusters=[a, b, solo])))
+    by_id = result.by_id()
+    assert 'cluster_alpha' not in result.groups
+    assert result.groups['cluster_solo'] == sorted(by_id[i]['name'] for i in solo['nodes'] + [solo['bastion']])
+    for cluster, compartment in ((a, team_a), (b, team_b)):
+        group = 'cluster_alpha_' + hashlib.sha256(compartment.encode()).hexdigest()[:8]
+        members = cluster['nodes'] + [cluster['bastion']]
+        assert result.groups[group] == sorted(by_id[i]['name'] for i in members)
+        bastion_ip = ocisim.state.vnics[by_id[cluster['bastion']]['oci_vnic_id']]['publicIp']
+        for iid in cluster['nodes']:
+            assert by_id[iid]['ansible_ssh_common_args'] == '-o ProxyJump=opc@%s' % bastion_ip
+            assert by_id[iid]['ocigpu_bastion'] == bastion_ip
+        assert group in ' '.join(inventory.warnings)
+    assert sorted(result.groups['slurm_controller']) == sorted(by_id[c['bastion']]['name'] for c in (a, b, solo))
+    # the cluster networks are named alike too (both `alpha`): apart as well
+    networks = [g for g in result.groups if g.startswith('cluster_network_alpha')]
+    assert len(networks) == 2 and sorted(len(result.groups[g]) for g in networks) == [2, 3]
+    assert any("cluster tag 'alpha' is on instances in 2 compartments" in w for w in inventory.warnings)
+
+
+def test_one_cluster_is_exactly_its_compartment(ocisim, inventory):
+    """The documented settings (compartments: [the cluster's], cluster: <name>) give the nodes that
+    provision.yml made there, not instances tagged with the name in a child compartment; an item with
+    subtree: true still searches below, and so does the tenancy-wide mode."""
+    home = ocisim.add_compartment('home')['id']
+    child = ocisim.add_compartment('home-child', home)['id']
+    mine = _cluster(ocisim, 'train', 2, home, 0)
+    stray = _cluster(ocisim, 'train', 1, child, 1)
+    result = inventory(compartments=[home], cluster='train')
+    assert set(result.by_id()) == set(mine['nodes'] + [mine['bastion']])
+    assert result.groups['cluster_train'] == sorted(result.hosts)
+    wider = inventory(compartments=[dict(id=home, subtree=True)], cluster='train')
+    assert set(wider.by_id()) == set(mine['nodes'] + [mine['bastion']] + stray['nodes'] + [stray['bastion']])
+    assert 'cluster_train' not in wider.groups  # two compartments: two clusters
+    everything = inventory(compartments=[home])
+    assert set(stray['nodes']) <= set(everything.by_id())
+
+
+def test_an_inventory_without_hosts_names_the_clusters_it_saw(ocisim, inventory):
+    """A misspelt cluster name, or an empty compartment: a warning says where it looked and which
+    cluster tags it found there, instead of an empty answer with no word."""
+    home = ocisim.add_compartment('home')['id']
+    empty = ocisim.add_compartment('empty')['id']
+    _cluster(ocisim, 'train-01', 1, home, 0)
+    _cluster(ocisim, 'infer', 1, home, 1)
+    result = inventory(compartments=[home], cluster='train01')
+    assert result.hosts == {}
+    assert len(inventory.warnings) == 1
+    warning = inventory.warnings[0]
+    assert "no host found for cluster 'train01' in 1 compartment(s) (home)" in warning
+    assert 'Clusters seen there (tag ocigpu-cluster): infer, train-01.' in warning
+    del inventory.warnings[:]
+    assert inventory(compartments=[empty]).hosts == {}
+    assert 'No instance there carries the tag ocigpu-cluster' in inventory.warnings[0]
+    del inventory.warnings[:]
+    inventory(compartments=[home], cluster='train-01')
+    assert inventory.warnings == []
+
+
+def test_a_burst_of_40_throttled_answers_is_ridden_out(ocisim, inventory, two_clusters):
+    """40 answers of 429 in a row, with the default api_retries (8): the first calls meet all of them.
+    A throttled answer pauses every call and uses up no attempt, so the inventory is whole, within
+    the time budget (api_retry_max_seconds), not an error or an empty inventory."""
+    baseline = inventory()
+    ocisim.calls.reset()
+    start = ocisim.clock.now()
+    rule = ocisim.faults.throttle('*', count=40)
+    stormy = inventory(strict=False)
+    assert rule.fired == 40
+    assert inventory.warnings == []
+    assert stormy.hosts == baseline.hosts and stormy.groups == baseline.groups
+    _check_truth(stormy, two_clusters['truth'])
+    assert 0 < ocisim.clock.now() - start < 600
