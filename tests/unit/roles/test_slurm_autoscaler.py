@@ -217,3 +217,86 @@ def test_node_vars_of_the_bundle_are_the_file_as_it_is_or_merged_with_the_extra_
     assert merged == {'nccl_tests_gpus': 8, 'shared_home_source': '10.0.1.7:/home'}
     assert yaml.safe_load(_node_vars_content(tmp_path, '', {'shared_home_source': '10.0.1.7:/home'})) == \
         {'shared_home_source': '10.0.1.7:/home'}
+
+
+# -- vault-encrypted values and the nodes' variables (issue 45, review F10) ------------------------
+
+_NODE_VARS_TASKS = ("Read the nodes' variables file as it is on disk",
+                    "Refuse vault-encrypted values in the nodes' variables file",
+                    "Write the bundle's settings and node variables on this machine")
+
+
+def _vault(tmp_path, *args):
+    """ansible-vault of the venv, with the password file tmp_path/vault-pass."""
+    password = tmp_path / 'vault-pass'
+    password.write_text('correct horse\n')
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / 'ansible-vault')] + list(args)
+                          + ['--vault-password-file', str(password)],
+                          cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
+    return proc.stdout
+
+
+def _bundle_node_vars(tmp_path, node_vars_text, node_vars=None, cluster_vars=None):
+    """pull.yml's own node-variables tasks (as they stand in the role) in a play on this machine, with
+    the vault password given: (the run, node-vars.yml as written or None)."""
+    tasks = [t for t in yaml.safe_load((ROLE / 'tasks' / 'pull.yml').read_text()) if t.get('name') in _NODE_VARS_TASKS]
+    stage = tmp_path / 'stage'
+    stage.mkdir()
+    source = tmp_path / 'node-vars-source.yml'
+    source.write_text(node_vars_text)
+    play = [dict(hosts='localhost', gather_facts=False, tasks=tasks, vars=dict(
+        __slurm_autoscaler_pull_stage=str(stage), __slurm_autoscaler_pull_settings={},
+        slurm_autoscaler_pull_node_vars_file=str(source), slurm_autoscaler_pull_node_vars=node_vars or {}))]
+    (tmp_path / 'play.yml').write_text(yaml.safe_dump(play))
+    argv = ['-i', 'localhost,', '-c', 'local', '-e', 'ansible_python_interpreter=%s' % sys.executable,
+            '--vault-password-file', str(tmp_path / 'vault-pass')]
+    if cluster_vars is not None:
+        (tmp_path / 'cluster.yml').write_text(cluster_vars)
+        argv += ['-e', '@' + str(tmp_path / 'cluster.yml')]
+    env = dict(os.environ, ANSIBLE_LOCALHOST_WARNING='False', ANSIBLE_HOME=str(tmp_path / 'ansible'),
+               ANSIBLE_NOCOLOR='1')
+    env = {k: v for k, v in env.items() if k != 'ANSIBLE_VAULT_PASSWORD_FILE'}
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / 'ansible-playbook')] + argv
+                          + [str(tmp_path / 'play.yml')], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, check=False)
+    written = stage / 'node-vars.yml'
+    return proc, (written.read_text() if written.exists() else None)
+
+
+@pytest.mark.parametrize('node_vars', [{}, {'shared_home_source': '10.0.1.7:/home'}])
+def test_a_vault_value_in_node_vars_file_is_refused_by_name(tmp_path, node_vars):
+    """A real vault-encrypted value in node_vars_file: the run stops before the bundle is written, naming
+    the key, whether or not configure.yml adds variables (before: with added variables, from_yaml
+    failed on the !vault tag; without, the ciphertext was served to the VCN and no node could read it)."""
+    vaulted = _vault(tmp_path, 'encrypt_string', 'nvapi-not-for-the-vcn', '--name', 'enroot_nvcr_api_key')
+    assert vaulted.startswith('enroot_nvcr_api_key: !vault |')
+    proc, written = _bundle_node_vars(tmp_path, 'nccl_tests_gpus: 8\n' + vaulted, node_vars)
+    assert proc.returncode != 0, proc.stdout
+    said = ' '.join(proc.stdout.split())
+    assert 'holds vault-encrypted values: enroot_nvcr_api_key. The controller serves' in said, proc.stdout
+    assert 'could not determine a constructor' not in proc.stdout
+    assert written is None
+
+
+def test_a_node_vars_file_encrypted_whole_is_refused(tmp_path):
+    """The file lookup decrypts a file encrypted as a whole: it would have been served decrypted."""
+    source = tmp_path / 'whole.yml'
+    source.write_text('enroot_nvcr_api_key: nvapi-not-for-the-vcn\n')
+    _vault(tmp_path, 'encrypt', str(source))
+    proc, written = _bundle_node_vars(tmp_path, source.read_text())
+    assert proc.returncode != 0 and written is None
+    assert 'holds vault-encrypted values: the whole file' in ' '.join(proc.stdout.split()), proc.stdout
+
+
+def test_a_vault_value_from_cluster_yml_reaches_the_nodes_in_plain_text(tmp_path):
+    """cluster.yml's values that configure.yml hands to the joining nodes (shared_home_source) work
+    vault-encrypted too: the node, which has no vault password, gets the value, not the ciphertext.
+    A plain node_vars_file passes the check and is merged."""
+    vaulted = _vault(tmp_path, 'encrypt_string', '10.0.1.7:/export/home', '--name', 'shared_home_source')
+    proc, written = _bundle_node_vars(tmp_path, 'nccl_tests_gpus: 8\n# no secrets here\n',
+                                      {'shared_home_source': '{{ shared_home_source }}', 'cluster_users': True},
+                                      cluster_vars=vaulted)
+    assert proc.returncode == 0, proc.stdout
+    assert yaml.safe_load(written) == {'nccl_tests_gpus': 8, 'shared_home_source': '10.0.1.7:/export/home',
+                                       'cluster_users': True}
+    assert '$ANSIBLE_VAULT' not in written
