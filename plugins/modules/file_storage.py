@@ -21,6 +21,9 @@ description:
     requires, and each is waited for until it is gone. A file system's data is lost with it.
   - Tags and the export's client options change in place. A mount target in another subnet, or an export
     under another path, fails with a message saying so before anything changes.
+  - OCI applies to each NFS request the first of the export's client options whose O(export_options[].source)
+    holds the client's address; a client that none holds does not see the export. So a host that keeps
+    root (C(identity_squash=NONE)) is listed before the network that squashes root.
   - Why a module of its own - ansible-core has none for OCI, and oracle.oci (not a dependency of this collection)
     has one module per part, which a playbook would have to order and find again by OCID. This one finds
     the parts by the cluster's tag as the collection's other resource modules do, and makes and deletes
@@ -60,12 +63,51 @@ options:
     default: /home
   allowed_cidrs:
     description:
-      - Client networks allowed to mount the export (its export options), read-write, with no identity
-        squash (root on a client stays root, so that the cluster can create each user's home with its
-        owner) and a privileged source port required, as OCI's defaults for NFSv3 clients.
-      - Required with O(state=present).
+      - Client networks allowed to mount the export, each read-write with B(no identity squash) (root on
+        every one of those clients is root on the file system) and a privileged source port required.
+      - Kept for compatibility; O(export_options) says the same and more, and squashes root by default.
+        One of the two is required with O(state=present); they are mutually exclusive.
     type: list
     elements: str
+  export_options:
+    description:
+      - The export's client options, in order (OCI's C(ClientOptions)); OCI applies the first whose
+        O(export_options[].source) holds the client's address. They replace the export's options when
+        they differ.
+      - One of O(allowed_cidrs) and O(export_options) is required with O(state=present).
+    type: list
+    elements: dict
+    suboptions:
+      source:
+        description: The clients, one IP address or one network (CIDR, no host bits).
+        type: str
+        required: true
+      access:
+        description: What they may do.
+        type: str
+        choices: [READ_WRITE, READ_ONLY]
+        default: READ_WRITE
+      identity_squash:
+        description:
+          - C(ROOT) maps uid and gid 0 to O(export_options[].anonymous_uid) and O(export_options[].anonymous_gid)
+            (root on the client cannot write what root owns, nor read what others keep to themselves);
+            C(ALL) maps every user; C(NONE) maps none (root on the client is root on the file system).
+          - C(ROOT) is OCI's default for a client option.
+        type: str
+        choices: [NONE, ROOT, ALL]
+        default: ROOT
+      anonymous_uid:
+        description: The uid a squashed user becomes (OCI's default, 65534, is C(nobody)).
+        type: int
+        default: 65534
+      anonymous_gid:
+        description: The gid a squashed user becomes.
+        type: int
+        default: 65534
+      require_privileged_source_port:
+        description: Clients must connect from a port below 1024 (which only root on the client can open).
+        type: bool
+        default: true
   state:
     description: Whether the shared file system should exist.
     type: str
@@ -82,7 +124,10 @@ EXAMPLES = r"""
     compartment_id: "{{ compartment_ocid }}"
     availability_domain: "{{ ad_name }}"
     subnet_id: "{{ net.network.private_subnet_id }}"
-    allowed_cidrs: ["10.0.0.0/16"]
+    # The controller (10.0.0.2) keeps root; root on every other host of the VCN is nobody there.
+    export_options:
+      - {source: 10.0.0.2/32, identity_squash: NONE}
+      - {source: 10.0.0.0/16, identity_squash: ROOT}
   register: home
 
 - name: Mount it
@@ -156,18 +201,32 @@ class FileStorage(OCIModule):
             if not p['availability_domain']:
                 raise InputError('availability_domain: required (the parts are found in it)')
             return
-        for option in ('availability_domain', 'subnet_id', 'allowed_cidrs'):
+        for option in ('availability_domain', 'subnet_id'):
             if not p[option]:
                 raise InputError('%s: required with state=present' % option)
+        if p['allowed_cidrs'] is not None and p['export_options'] is not None:
+            raise InputError('export_options: give it or allowed_cidrs, not both')
+        if not (p['allowed_cidrs'] or p['export_options']):
+            raise InputError('allowed_cidrs: required with state=present (or export_options)')
         if not EXPORT_PATH.match(p['export_path']) or len(p['export_path']) > 1024:
             raise InputError("export_path: %r is not an export path (it starts with '/' and has no empty or trailing "
                              "element, for example /home)" % p['export_path'])
         _launch.check_hostname_label(p['hostname_label'])
-        for cidr in p['allowed_cidrs']:
+        for cidr in p['allowed_cidrs'] or []:
             try:
                 ipaddress.ip_network(cidr)
             except ValueError as exc:
                 raise InputError('allowed_cidrs: %r is not a network address with its prefix (%s)' % (cidr, exc))
+        for i, option in enumerate(p['export_options'] or []):
+            try:
+                ipaddress.ip_network(option['source'])
+            except ValueError as exc:
+                raise InputError('export_options: [%d].source %r is neither an address nor a network address with its '
+                                 'prefix (%s)' % (i, option['source'], exc))
+            for key in ('anonymous_uid', 'anonymous_gid'):
+                if not 0 <= option[key] < 2 ** 32:
+                    raise InputError('export_options: [%d].%s %d is not an id from 0 to 4294967295'
+                                     % (i, key, option[key]))
 
     # finding ---------------------------------------------------------------------------------
     def find(self):
@@ -184,15 +243,19 @@ class FileStorage(OCIModule):
             export = self.session.call(self.fss.get_export, exports[0].id) if exports else None
         return fs, mt, export
 
+    OPTION_KEYS = ('source', 'access', 'identity_squash', 'anonymous_uid', 'anonymous_gid',
+                   'require_privileged_source_port')
+
     def options(self):
-        return [dict(source=cidr, access='READ_WRITE', identity_squash='NONE', require_privileged_source_port=True)
+        if self.params['export_options'] is not None:
+            return [dict((k, o[k]) for k in self.OPTION_KEYS) for o in self.params['export_options']]
+        return [dict(source=cidr, access='READ_WRITE', identity_squash='NONE', anonymous_uid=65534, anonymous_gid=65534,
+                     require_privileged_source_port=True)
                 for cidr in self.params['allowed_cidrs']]
 
-    @staticmethod
-    def current_options(export):
-        return [dict(source=attr(o, 'source'), access=attr(o, 'access'), identity_squash=attr(o, 'identity_squash'),
-                     require_privileged_source_port=attr(o, 'require_privileged_source_port'))
-                for o in attr(export, 'export_options') or []]
+    @classmethod
+    def current_options(cls, export):
+        return [dict((k, attr(o, k)) for k in cls.OPTION_KEYS) for o in attr(export, 'export_options') or []]
 
     def ip_address(self, mt):
         ids = attr(mt, 'private_ip_ids') or []
@@ -336,7 +399,7 @@ class FileStorage(OCIModule):
             mount_source='%s:%s' % (ip, path) if ip else None)
 
     def options_or_none(self):
-        return self.options() if self.params['allowed_cidrs'] else None
+        return self.options() if self.params['allowed_cidrs'] or self.params['export_options'] else None
 
 
 def main():
@@ -347,6 +410,13 @@ def main():
         hostname_label=dict(type='str'),
         export_path=dict(type='str', default='/home'),
         allowed_cidrs=dict(type='list', elements='str'),
+        export_options=dict(type='list', elements='dict', options=dict(
+            source=dict(type='str', required=True),
+            access=dict(type='str', choices=['READ_WRITE', 'READ_ONLY'], default='READ_WRITE'),
+            identity_squash=dict(type='str', choices=['NONE', 'ROOT', 'ALL'], default='ROOT'),
+            anonymous_uid=dict(type='int', default=65534),
+            anonymous_gid=dict(type='int', default=65534),
+            require_privileged_source_port=dict(type='bool', default=True))),
         state=dict(type='str', choices=['present', 'absent'], default='present'),
     )).run()
 

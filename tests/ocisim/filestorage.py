@@ -10,6 +10,7 @@ DELETED when deleted (no work requests)."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from .core import conflict, invalid
@@ -34,6 +35,12 @@ def _summary(fields):
 
 
 SQUASH = ("NONE", "ROOT", "ALL")
+AUTH = ("SYS", "KRB5", "KRB5I", "KRB5P")
+# What OCI gives an export created without client options (CreateExportDetails.exportOptions), for a
+# mount target with an IPv4 address: everyone, read-write, root kept, any source port.
+DEFAULT_EXPORT_OPTIONS = [{"source": "0.0.0.0/0", "requirePrivilegedSourcePort": False, "access": "READ_WRITE",
+                           "identitySquash": "NONE", "anonymousUid": 65534, "anonymousGid": 65534,
+                           "isAnonymousAccessAllowed": False, "allowedAuth": ["SYS"]}]
 
 
 def _ad(ctx, body):
@@ -166,23 +173,57 @@ def get_export_set(ctx):
 
 # ---------------------------------------------------------------- exports
 def _options(options):
+    """The client options as OCI keeps them: in the order given (OCI applies, to each NFS request, the
+    first whose source holds the client's address), each field defaulted as ClientOptions says when
+    it is left out (identitySquash ROOT, access READ_WRITE, a privileged source port, anonymous ids
+    65534), and refused when OCI would refuse it."""
+    if not isinstance(options, list):
+        raise invalid("exportOptions must be a list of ClientOptions.")
     out = []
-    for option in options or []:
+    for i, option in enumerate(options):
+        if not isinstance(option, dict):
+            raise invalid("exportOptions[{0}] is not a ClientOptions object.".format(i))
         source = option.get("source")
         if not source:
-            raise invalid("exportOptions[].source is required.")
+            raise invalid("exportOptions[{0}].source is required.".format(i))
+        try:
+            if not isinstance(source, str):
+                raise TypeError(source)
+            ipaddress.ip_network(source)
+        except (TypeError, ValueError):
+            raise invalid("exportOptions[{0}].source '{1}' must be a single IPv4/IPv6 address or CIDR block.".format(
+                i, source))
         access = option.get("access") or "READ_WRITE"
-        squash = option.get("identitySquash") or "NONE"
+        squash = option.get("identitySquash") or "ROOT"
         if access not in ACCESS or squash not in SQUASH:
-            raise invalid("exportOptions[]: access is one of {0}, identitySquash one of {1}.".format(
-                ", ".join(ACCESS), ", ".join(SQUASH)))
+            raise invalid("exportOptions[{0}]: access is one of {1}, identitySquash one of {2}.".format(
+                i, ", ".join(ACCESS), ", ".join(SQUASH)))
+        ids = {}
+        for key in ("anonymousUid", "anonymousGid"):
+            value = option.get(key, 65534)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2 ** 32:
+                raise invalid("exportOptions[{0}].{1} must be an integer from 0 to 4294967295.".format(i, key))
+            ids[key] = value
+        auth = list(option.get("allowedAuth") or ["SYS"])
+        if any(a not in AUTH for a in auth):
+            raise invalid("exportOptions[{0}].allowedAuth: each is one of {1}.".format(i, ", ".join(AUTH)))
+        privileged = option.get("requirePrivilegedSourcePort", True)
         out.append({"source": source, "access": access, "identitySquash": squash,
-                    "requirePrivilegedSourcePort": bool(option.get("requirePrivilegedSourcePort", True)),
-                    "anonymousUid": int(option.get("anonymousUid", 65534)),
-                    "anonymousGid": int(option.get("anonymousGid", 65534)),
+                    "requirePrivilegedSourcePort": True if privileged is None else bool(privileged),
+                    "anonymousUid": ids["anonymousUid"], "anonymousGid": ids["anonymousGid"],
                     "isAnonymousAccessAllowed": bool(option.get("isAnonymousAccessAllowed", False)),
-                    "allowedAuth": list(option.get("allowedAuth") or ["SYS"])})
+                    "allowedAuth": auth})
     return out
+
+
+def client_options_for(export, address):
+    """The client options OCI applies to a request from this address (the first whose source holds
+    it), or None: the export is invisible to that client."""
+    ip = ipaddress.ip_address(address)
+    for option in export["exportOptions"]:
+        if ip in ipaddress.ip_network(option["source"], strict=False):
+            return option
+    return None
 
 
 def create_export(ctx):
@@ -205,7 +246,7 @@ def create_export(ctx):
     options = body.get("exportOptions")
     export = {"id": store.ocids.new("export"), "exportSetId": export_set["id"], "fileSystemId": fs["id"],
               "path": path, "lifecycleState": "ACTIVE", "timeCreated": store.stamp(), "isIdmapGroupsForSysAuth": False,
-              "exportOptions": _options(options) if options is not None else _options([{"source": "0.0.0.0/0"}]),
+              "exportOptions": _options(options) if options is not None else [dict(o) for o in DEFAULT_EXPORT_OPTIONS],
               "_tenancy": ctx.tenancy}
     store.exports[export["id"]] = export
     return get_reply(export)

@@ -6,13 +6,19 @@ before the first call."""
 from __future__ import annotations
 
 import ipaddress
+import pathlib
 
 import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
 
 from ansible_collections.ocigpu.cluster.plugins.modules import cluster_info, file_storage, network
+from tests.ocisim.filestorage import client_options_for
 from tests.unit.plugins.modules._helpers import live, mutations
 
 SSH = ['203.0.113.0/24']
+ROOT = pathlib.Path(__file__).resolve().parents[4]
 
 
 @pytest.fixture
@@ -119,3 +125,84 @@ def test_bad_input_is_refused_before_any_call(run, ocisim, home, change, option)
     result = run(file_storage, dict(home, **change), fail=True)
     assert result['msg'].startswith(option + ':'), result['msg']
     assert mutations(ocisim) == 0
+
+
+# The shared home's export as provision.yml makes it: the controller keeps root, root on every other
+# host of the VCN is nobody on the file system (so it cannot rewrite the directory of users).
+SQUASHED = [{'source': '10.0.0.2/32', 'identity_squash': 'NONE'}, {'source': '10.0.0.0/16', 'identity_squash': 'ROOT'}]
+
+
+def test_root_is_squashed_for_the_network_and_kept_for_the_controller(run, ocisim, home):
+    args = dict(home, allowed_cidrs=None, export_options=SQUASHED)
+    fs = run(file_storage, args)['file_storage']
+    export = ocisim.state.get(fs['export']['id'])
+    assert [(o['source'], o['identitySquash'], o['anonymousUid'], o['anonymousGid'], o['requirePrivilegedSourcePort'],
+             o['access']) for o in export['exportOptions']] == [
+        ('10.0.0.2/32', 'NONE', 65534, 65534, True, 'READ_WRITE'),
+        ('10.0.0.0/16', 'ROOT', 65534, 65534, True, 'READ_WRITE')]
+    assert fs['export']['export_options'][1] == dict(source='10.0.0.0/16', access='READ_WRITE', identity_squash='ROOT',
+                                                     anonymous_uid=65534, anonymous_gid=65534,
+                                                     require_privileged_source_port=True)
+    # OCI applies the first option whose source holds the client: the controller keeps root, a GPU
+    # node is squashed, a host outside the VCN does not see the export.
+    assert client_options_for(export, '10.0.0.2')['identitySquash'] == 'NONE'
+    assert client_options_for(export, '10.0.1.57')['identitySquash'] == 'ROOT'
+    assert client_options_for(export, '192.168.1.1') is None
+    ocisim.calls.reset()
+    assert not run(file_storage, args)['changed'] and mutations(ocisim) == 0
+
+
+def test_an_export_open_to_root_is_squashed_in_place(run, ocisim, home):
+    """A cluster provisioned before the squash: a re-run changes the export's options, not the export."""
+    before = run(file_storage, home)['file_storage']
+    assert before['export']['export_options'][0]['identity_squash'] == 'NONE'
+    args = dict(home, allowed_cidrs=None, export_options=SQUASHED)
+    predicted = run(file_storage, args, check=True, diff=True)
+    assert predicted['changed']
+    assert predicted['diff']['after']['export']['export_options'][1]['identity_squash'] == 'ROOT'
+    ocisim.calls.reset()
+    after = run(file_storage, args)['file_storage']
+    assert ocisim.calls.count('PUT /exports/*') == 1 and ocisim.calls.count('POST *') == 0
+    assert after['export']['id'] == before['export']['id']
+    assert [o['identity_squash'] for o in after['export']['export_options']] == ['NONE', 'ROOT']
+
+
+@pytest.mark.parametrize('change, message', [
+    (dict(export_options=SQUASHED), 'export_options: give it or allowed_cidrs, not both'),
+    (dict(allowed_cidrs=None, export_options=[]), 'allowed_cidrs: required'),
+    (dict(allowed_cidrs=None, export_options=[{'source': 'the-controller'}]), 'export_options: [0].source'),
+    (dict(allowed_cidrs=None, export_options=[{'source': '10.0.0.5/16'}]), 'export_options: [0].source'),
+    (dict(allowed_cidrs=None, export_options=[{'source': '10.0.0.0/16', 'anonymous_uid': -1}]),
+     'export_options: [0].anonymous_uid -1'),
+])
+def test_bad_export_options_are_refused_before_any_call(run, ocisim, home, change, message):
+    ocisim.calls.reset()
+    result = run(file_storage, dict(home, **change), fail=True)
+    assert result['msg'].startswith(message), result['msg']
+    assert mutations(ocisim) == 0
+
+
+
+def _file_storage_task(path, name):
+    """The file_storage task of a playbook (or of a task file), as written."""
+    doc = yaml.safe_load((ROOT / path).read_text())
+    tasks = [t for play in doc for t in play.get('tasks', [])] if 'hosts' in doc[0] else doc
+    tasks += [b for t in tasks for b in t.get('block', [])]
+    return next(t for t in tasks if t.get('name', '').startswith(name))['ocigpu.cluster.file_storage']
+
+
+def test_provision_squashes_root_but_the_controllers_and_configure_reads_the_same_options():
+    args = _file_storage_task('playbooks/provision.yml', 'Create the shared file system')
+    assert 'allowed_cidrs' not in args
+
+    def render(ip):
+        variables = {'_bastion': {'instance': {'private_ip': ip}}, 'vcn_cidr': '10.0.0.0/16'}
+        return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(args['export_options']))
+    assert render('10.0.0.2') == SQUASHED
+    # a check run that would make the bastion: no address yet, the VCN squashed all the same
+    assert render(None) == SQUASHED[1:]
+    # configure.yml's read-only look at the export names the same options, so it reports no change
+    read = _file_storage_task('playbooks/tasks/shared_home_source.yml', 'Read the file system')
+    assert 'allowed_cidrs' not in read and read['export_options'] == [
+        {'source': '{{ _fss_cluster.bastion.private_ip }}/32', 'identity_squash': 'NONE'},
+        {'source': '{{ vcn_cidr }}', 'identity_squash': 'ROOT'}]
