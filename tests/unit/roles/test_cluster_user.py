@@ -430,3 +430,28 @@ def test_every_host_runs_the_program_with_the_roles_limits():
     for unit in ((ROLE / 'templates' / 'ocigpu-cluster-users.service.j2').read_text(),
                  (ROLE / 'tasks' / 'apply.yml').read_text()):
         assert '{{ __cluster_user_program_args }} {{ cluster_user_directory }}' in unit
+
+
+def _bad_paths(stats, uid=10001):
+    """The home's paths that "Refuse a home whose paths are links or someone else's" names."""
+    task = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'user.yml').read_text())
+                if t['name'] == "Refuse a home whose paths are links or someone else's")
+    values = trust(task['vars'])
+    values['__cluster_user_paths'] = {'results': [{'stat': dict({'exists': True, 'islnk': False, 'uid': uid}, **st)}
+                                                  if st is not None else {'stat': {'exists': False}} for st in stats]}
+    values['__cluster_user_entry'] = {'uid': uid, 'home': '/mnt/home/alice'}
+    templar = Templar(loader=DataLoader(), variables=values)
+    assert templar.evaluate_conditional(trust_as_template(task['ansible.builtin.assert']['that'])) is (
+        templar.template(trust_as_template('{{ __cluster_user_bad_paths }}')) == [])
+    return templar.template(trust_as_template('{{ __cluster_user_bad_paths }}'))
+
+
+def test_a_home_path_replaced_with_a_link_is_refused_before_root_writes_there():
+    """alice's ~/.ssh as a link to /root/.ssh would have root give her root's keys folder."""
+    ok = [{'path': '/mnt/home/alice'}, {'path': '/mnt/home/alice/.ssh'}, None, None, None, None]
+    assert _bad_paths(ok) == []
+    assert _bad_paths([None] * 6) == []  # a new user: nothing there yet
+    linked = [ok[0], {'path': '/mnt/home/alice/.ssh', 'islnk': True}] + ok[2:]
+    assert _bad_paths(linked) == ['/mnt/home/alice/.ssh']
+    foreign = ok[:2] + [{'path': '/mnt/home/alice/.ssh/authorized_keys', 'uid': 0}] + ok[3:]
+    assert _bad_paths(foreign) == ['/mnt/home/alice/.ssh/authorized_keys']
