@@ -143,7 +143,7 @@ def check_user(policy, name, user, allowed_groups):
     gid = user.get('gid')
     if not _is_id(gid):
         return 'no integer gid'
-    if gid != policy.privilege_gid and allowed_groups.get(name) != gid:
+    if gid not in (allowed_groups.get(policy.privilege_group), allowed_groups.get(name)):
         return 'gid %d is neither the privilege group (%d) nor the user\'s own group' % (gid, policy.privilege_gid)
     groups = user.get('groups', [])
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
@@ -171,8 +171,11 @@ def plan(groups, users, passwd, group_db, managed, policy=DEFAULT_POLICY):
     gid_names = {gid: name for name, (gid, _members) in group_db.items()}
     uid_names = {entry[0]: name for name, entry in passwd.items()}
     # The groups a user may be in: the privilege group (the role makes it on every host) and the
-    # directory's groups that pass and are, or will be, this program's.
-    allowed = {policy.privilege_group: policy.privilege_gid}
+    # directory's groups that pass and are, or will be, this program's. A privilege group that this
+    # host has with another gid, or whose gid another group holds, is none of them.
+    allowed = {}
+    if group_db.get(policy.privilege_group, (None,))[0] == policy.privilege_gid:
+        allowed[policy.privilege_group] = policy.privilege_gid
     for name, gid in sorted(groups.items()):
         why = check_group(policy, name, gid)
         if why:

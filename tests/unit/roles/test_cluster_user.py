@@ -99,14 +99,14 @@ def test_the_command_line_reads_the_file_and_changes_nothing_in_check_mode(tmp_p
     state = tmp_path / 'state' / 'managed.json'
     name = 'ocigpu-test-no-such-user'
     entry = dict(ALICE, uid=59998, home='/mnt/home/' + name)
-    directory.write_text(json.dumps({'groups': {}, 'users': {name: entry}}))
+    directory.write_text(json.dumps({'groups': GROUPS, 'users': {name: entry}}))
     args = [str(directory), '--state', str(state), '--check'] + _policy_args(tmp_path)
     assert prog.main(args) == 0
     out = capsys.readouterr().out
     assert 'would run: useradd --no-create-home --uid 59998 --gid 9876' in out and out.rstrip().endswith(name)
     assert not state.exists()
     # gid 0 (root's group) is refused, with one line naming the entry and why; nothing runs for it.
-    directory.write_text(json.dumps({'groups': {}, 'users': {name: dict(entry, gid=0)}}))
+    directory.write_text(json.dumps({'groups': GROUPS, 'users': {name: dict(entry, gid=0)}}))
     assert prog.main(args) == 1
     out, err = capsys.readouterr()
     assert 'useradd' not in out
@@ -115,7 +115,7 @@ def test_the_command_line_reads_the_file_and_changes_nothing_in_check_mode(tmp_p
     # A missing directory is an empty one; an entry without integer ids is refused, and the rest applied.
     assert prog.main([str(tmp_path / 'none.json')] + args[1:]) == 0
     other = dict(entry, uid=59997, home='/mnt/home/ocigpu-test-other')
-    directory.write_text(json.dumps({'users': {name: {'uid': 'x'}, 'ocigpu-test-other': other}}))
+    directory.write_text(json.dumps({'groups': GROUPS, 'users': {name: {'uid': 'x'}, 'ocigpu-test-other': other}}))
     assert prog.main(args) == 1
     out, err = capsys.readouterr()
     assert 'no integer uid' in err and 'useradd --no-create-home --uid 59997' in out
@@ -240,6 +240,15 @@ def test_each_refusal_says_why(entry, why):
                                             BASE_GROUPS, {})
     assert not [c for c in commands if 'eve' in c]
     assert len(problems) == 1 and problems[0].startswith('refused user eve: ' + why), problems
+
+
+def test_the_privilege_gid_is_only_the_privilege_groups():
+    """A host whose gid 9876 is another group's: a user of the privilege group is refused there, not
+    made a member of that group."""
+    taken = dict(BASE_GROUPS, docker=(9876, []))
+    commands, problems, managed = prog.plan(GROUPS, {'alice': ALICE}, BASE_PASSWD, taken, {})
+    assert commands == [] and problems[0] == 'gid 9876 of group privilege is group docker here'
+    assert problems[1].startswith('refused user alice: gid 9876 is neither the privilege group')
 
 
 def test_a_personal_group_of_the_directory_is_allowed():
