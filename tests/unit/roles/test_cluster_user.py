@@ -339,7 +339,7 @@ KEY = {'cluster_user_ssh_key': 'ssh-ed25519 AAAA k'}
     ({'cluster_user_name': 'root'}, ['the name root is reserved', 'the name root is an account of the controller (uid 0)',
                                      'the name root is a group of the controller (gid 0)']),
     ({'cluster_user_name': 'zoe', 'cluster_user_uid': 60000}, ["uid 60000 is outside the cluster's range"]),
-    ({'cluster_user_name': 'slurm'}, ['the name slurm is reserved (root, opc, slurm, munge, nobody, privilege are never']),
+    ({'cluster_user_name': 'slurm'}, ['the name slurm is reserved (root, opc, slurm, munge, nobody and privilege are never']),
     ({'cluster_user_name': 'munge'}, ['the name munge is reserved']),
     # a user named as the privilege group would rewrite its gid with a personal group
     ({'cluster_user_name': 'privilege', 'cluster_user_privileged': False}, ['the name privilege is reserved']),
