@@ -94,6 +94,9 @@ YAML
   mkdir -p "$w/group_vars"
   printf 'firewall_trust_primary_subnet: false\nfirewall_trusted_sources: [198.18.121.0/24]\n' > "$w/group_vars/gpu_nodes.yml"
   printf 'firewall_trust_primary_subnet: false\nfirewall_trusted_sources: [198.18.120.0/24]\n' > "$w/group_vars/bastion.yml"
+  # The ports roles declare for the cluster open to the VCN alone, as configure.yml does with the
+  # cluster vars (the demo's configure runs take the stand-ins' vars only).
+  printf 'firewall_cluster_cidrs: [198.18.120.0/22]\n' > "$w/group_vars/all.yml"
   # What a user has in ~/.ssh/config; -F also reaches the ProxyJump hop.
   cat > "$w/ssh_config" <<CFG
 Host *

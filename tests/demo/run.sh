@@ -261,6 +261,13 @@ refused "bob with alice's uid $alice_uid" "uid $alice_uid is taken by alice" \
 refused "the name 'Bob Smith'" "cluster_user_name must be a user name" \
   -e "cluster_user_name='Bob Smith'" -e "cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'"
 refused "a key that is not one" "is not one OpenSSH public key line" -e cluster_user_name=bob -e "cluster_user_ssh_key='ssh-ed25519 AAAAnot-a-key'"
+# Names and ids that would take over an account of the image or a group of the cluster.
+key="cluster_user_ssh_key='$(cat "$work/alice_ed25519.pub")'"
+refused "opc with uid 1000" "the name opc is reserved" -e cluster_user_name=opc -e cluster_user_uid=1000 -e "$key"
+refused "root" "the name root is reserved" -e cluster_user_name=root -e "$key"
+refused "a user named privilege" "the name privilege is reserved" -e cluster_user_name=privilege -e cluster_user_privileged=false -e "$key"
+refused "a name ending in a newline" "cluster_user_name must be a user name" -e '{"cluster_user_name": "eve\n"}' -e "$key"
+refused "bob with uid 5000" "uid 5000 is outside the cluster's range" -e cluster_user_name=bob -e cluster_user_uid=5000 -e "$key"
 # A second run while one holds the directory's lock (a folder on the controller) waits for no one: it stops.
 on_ctl mkdir /run/ocigpu-cluster-user-playbook.lock
 refused "bob while another run holds the lock" "Another run of cluster_user.yml is changing the directory" \
@@ -306,7 +313,8 @@ hosts_block() {  # hosts_block present|absent
     >> "$work/hosts-block.log" || die "could not write the nodes' names in /etc/hosts; see $work/hosts-block.log"
 }
 hosts_block present
-mpi=$(as_alice ssh "$first_ip" mpirun -np 2 --host "$slurm_nodes" hostname | sort | paste -sd' ')
+# Inside an allocation of both nodes: a login to a GPU node needs a job of hers there (pam_slurm_adopt).
+mpi=$(as_alice salloc -N2 --quiet ssh "$first_ip" mpirun -np 2 --host "$slurm_nodes" hostname | sort | paste -sd' ')
 hosts_block absent
 echo "   mpirun -np 2 --host $slurm_nodes hostname (as alice, from her SSH session on $first_ip): $mpi"
 if [ "$(wc -w <<< "$mpi")" -ne 2 ] || [ "$(tr ' ' '\n' <<< "$mpi" | sort -u | wc -l)" -ne 2 ]; then
@@ -354,6 +362,77 @@ probe bastion "$ip1" 6818; [ "$(cat "$work/probe.last")" = open ] || die "slurmd
 probe bastion "$ip1" 9879; [ "$(cat "$work/probe.last")" = open ] || die "the exporter's port should be open"
 probe bastion "$ip1" 8080; [ "$(cat "$work/probe.last")" = refused ] || die "port 8080 should stay closed to hosts outside the node's subnet"
 echo "   port 8080 on $node1 answers its own subnet and stays closed to the bastion's (undeclared port, public zone)"
+
+step "7b. A hostile cluster user (alice), and root on one GPU node: each try refused or harmless"
+start=$(date +%s)
+# The controller's cloud identity: the metadata service (169.254.169.254:80) answers root and the
+# service accounts only. The stand-in has no metadata service, so a listener stands in for it.
+on_ctl ip addr add 169.254.169.254/32 dev lo
+on_ctl systemd-run --unit demo-imds python3 -m http.server 80 --bind 169.254.169.254 > /dev/null
+sleep 1
+imds_try='import socket
+try:
+    socket.create_connection(("169.254.169.254", 80), 3).close(); print("answered")
+except OSError as e:
+    print("refused:", e.strerror)'
+imds_root=$(on_ctl python3 -c "$imds_try")
+imds_alice=$(as_alice python3 -c "'$imds_try'")
+on_ctl systemctl stop demo-imds
+on_ctl ip addr del 169.254.169.254/32 dev lo
+echo "   metadata service on the controller: root $imds_root; alice $imds_alice"
+[ "$imds_root" = answered ] || die "root did not reach the stand-in metadata service: $imds_root"
+[ "$imds_alice" = "refused: No route to host" ] || die "alice reached the metadata service: $imds_alice"
+# Root on a GPU node rewrites the directory on the shared home (the stand-ins' shared home keeps
+# root; File Storage squashes it for every host but the controller): every host checks each entry,
+# and the controller refuses the bad ones and keeps the rest.
+on_ctl cat /mnt/home/.ocigpu/users.json > "$work/users.kept.json"
+jq '.users += {eve: {uid: 10099, gid: 0, groups: ["disk", "wheel"], home: "/mnt/home/eve", shell: "/bin/bash", state: "present"},
+               opc: {uid: 1000, gid: 9876, groups: [], home: "/mnt/home/opc", shell: "/bin/bash", state: "present"}}' \
+  "$work/users.kept.json" > "$work/users.poisoned.json"
+ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.copy \
+  -a "src=$work/users.poisoned.json dest=/mnt/home/.ocigpu/users.json" >> "$work/users.log" 2>&1 || die "root on $node1 could not write the directory"
+on_ctl systemctl start ocigpu-cluster-users.service && die "the controller applied the rewritten directory without a word"
+on_ctl journalctl -u ocigpu-cluster-users.service -n 20 --no-pager -o cat | grep -E '^ocigpu-cluster-users: refused user (eve|opc):' | sort -u | sed 's/^/   /'
+[ "$(on_ctl journalctl -u ocigpu-cluster-users.service -n 20 --no-pager -o cat | grep -cE 'refused user (eve: gid 0 |opc: uid 1000 is outside)')" -ge 2 ] \
+  || die "the rewritten entries were not refused on the controller"
+on_ctl getent passwd eve >/dev/null && die "eve (gid 0, disk, wheel) was made on the controller"
+[ "$(on_ctl getent passwd opc | cut -d: -f3,6)" = "1000:/home/opc" ] || die "opc was taken over on the controller"
+on_ctl id -u alice > /dev/null || die "alice was lost on the controller"
+ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.copy \
+  -a "src=$work/users.kept.json dest=/mnt/home/.ocigpu/users.json" >> "$work/users.log" 2>&1 || die "the directory could not be put back"
+echo "   root on $node1 wrote eve (gid 0, disk, wheel) and opc (uid 1000) in the directory: refused, opc intact, alice kept"
+# A forged GPU fault: alice, in a job on node 1, puts the driver's XID text in the logs, once
+# through syslog and once in a kernel record (a process named like the driver's report that
+# crashes: the kernel prints its name). The health checks read the kernel's own records and match
+# the driver's exact report at their start, so neither counts.
+slurm_n1=$(on_ctl scontrol show node --oneliner | awk -v ip="$ip1" '$0 ~ "NodeAddr=" ip " " { sub(/^NodeName=/, "", $1); print $1 }')
+forge='logger -p kern.err "NVRM: Xid (PCI:0000:0f:00): 79, pid=1, name=x, GPU has fallen off the bus."
+python3 -c "import ctypes; ctypes.CDLL(None).prctl(15, b\"NVRM: Xid (): 7\", 0, 0, 0); ctypes.string_at(0)"'
+as_alice "srun -w $slurm_n1 sh -c $(printf %q "$forge")" > "$work/forged-xid.log" 2>&1 || true
+xid_try='import sys
+sys.path.insert(0, "/usr/local/lib/ocigpu-health")
+import ocigpu_health as h
+log = h.kernel_log() or []
+forged = [m for m in log if "NVRM: Xid (): 7" in m]
+print("kernel records with the forged name: %d (%s); XIDs found: %d; a driver report would be: %d" % (
+    len(forged), (forged[-1][:48] + "...") if forged else "-", len(h.find_xids(log)),
+    len(h.find_xids(["NVRM: Xid (PCI:0000:0f:00): 79, pid=1, name=x, GPU has fallen off the bus."]))))'
+xid_seen=$(ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.command -a "python3 -c '$xid_try'" 2>&1 | tail -1)
+echo "   on $node1 after alice's forged XIDs: $xid_seen"
+grep -q 'XIDs found: 0; a driver report would be: 1' <<< "$xid_seen" || die "a forged XID counted, or the check cannot see one: $xid_seen"
+on_ctl sinfo --noheader -R --format='%E|%N' | grep -q "|$slurm_n1\$" && die "$slurm_n1 was drained after the forged XID"
+# Nodes for jobs (pam_slurm_adopt): alice's ssh to a node without a job of hers there is refused;
+# during her job on it she gets in (and her login joins that job).
+refusal=$(as_alice "ssh -o BatchMode=yes $ip1 id -un 2>&1") && die "alice logged in to $ip1 without a job there: $refusal"
+grep -q 'Access denied by pam_slurm_adopt' <<< "$refusal" || die "alice was refused by $ip1 for another reason: $refusal"
+echo "   alice, no job on $slurm_n1: ssh $ip1 refused ($(grep -o 'Access denied by pam_slurm_adopt[^\r]*' <<< "$refusal" | head -1))"
+alice_job=$(as_alice sbatch --parsable -w "$slurm_n1" --chdir=/tmp --output=/dev/null --wrap "'sleep 120'")
+for _ in $(seq 30); do [ "$(on_ctl squeue --noheader -j "$alice_job" -o %T)" = RUNNING ] && break; sleep 1; done
+who=$(as_alice ssh -o BatchMode=yes "$ip1" id -un) || die "alice was refused by $ip1 during her job $alice_job"
+on_ctl scancel "$alice_job"
+[ "$who" = alice ] || die "ssh $ip1 during alice's job answered '$who'"
+echo "   alice, during her job $alice_job on $slurm_n1: ssh $ip1 logs her in ($who)"
+record "a hostile user: metadata, directory, forged XID, logins" $(( $(date +%s) - start ))
 
 step "8. A sick node: slurmd's health check drains it with the reason, and resumes it once healed"
 start=$(date +%s)
