@@ -72,6 +72,23 @@ def pull_settings(config):
     return pull
 
 
+def read_mpi_keys(folder):
+    """{user: {private, public}} from the folder of the users' MPI key pairs (<user> and <user>.pub, the
+    slurm_autoscaler role writes them); {} when there is none (a controller not yet configured anew)."""
+    keys = {}
+    if not os.path.isdir(folder):
+        return keys
+    for name in sorted(os.listdir(folder)):
+        user = name[:-len('.pub')] if name.endswith('.pub') else None
+        if not user or not os.path.isfile(os.path.join(folder, user)):
+            continue
+        with open(os.path.join(folder, user)) as f:
+            private = f.read()
+        with open(os.path.join(folder, name)) as f:
+            keys[user] = dict(private=private, public=f.read().strip())
+    return keys
+
+
 class Enroller(object):
     """Decides whether an instance may join, from what the OCI API says about it."""
 
@@ -123,11 +140,8 @@ class Enroller(object):
             key = base64.b64encode(f.read()).decode('ascii')
         answer = dict(name=name, conf_server=self.pull['conf_server'], munge_key_b64=key)
         if self.pull.get('mpi_key'):
-            # The cluster's MPI key pair (the mpi_ssh role's): the node installs it for its MPI users.
-            with open(self.pull['mpi_key']) as f:
-                answer['mpi_private_key'] = f.read()
-            with open(self.pull['mpi_key'] + '.pub') as f:
-                answer['mpi_public_key'] = f.read().strip()
+            # The MPI key pairs (the mpi_ssh role's), one per user: the node installs each in its own user's account.
+            answer['mpi_keys'] = read_mpi_keys(self.pull['mpi_key'])
         return answer
 
     def failed(self, instance_id, name, client_ip, message):

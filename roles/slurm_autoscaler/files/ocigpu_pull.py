@@ -304,11 +304,12 @@ def write_private(path, data):
 
 def join_vars(answer, name):
     """The configure run's extra vars from the join answer: the munge key and slurmctld's address for the
-    slurm role, and the cluster's MPI key pair for the mpi_ssh role (without one, that role is left out)."""
+    slurm role, and the MPI key pairs ({user: {private, public}}, one per user) for the mpi_ssh role (without
+    them, that role is left out)."""
     found = dict(slurm_munge_key_b64=answer['munge_key_b64'], slurm_conf_server=answer['conf_server'],
                  slurm_node_name=name)
-    if answer.get('mpi_private_key') and answer.get('mpi_public_key'):
-        found.update(mpi_ssh_private_key=answer['mpi_private_key'], mpi_ssh_public_key=answer['mpi_public_key'])
+    if answer.get('mpi_keys'):
+        found['mpi_ssh_keys'] = answer['mpi_keys']
     else:
         found['configure_mpi_ssh'] = False
     return found

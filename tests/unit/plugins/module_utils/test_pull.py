@@ -28,9 +28,12 @@ ocigpu_pull = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ocigpu_pull)
 
 MUNGE = os.urandom(1024)
-# Stand-ins for the cluster's MPI key pair (the mpi_ssh role's, kept by slurm_autoscaler for the pull server).
+# Stand-ins for the MPI key pairs, one per user (the mpi_ssh role's, kept by slurm_autoscaler for the pull server).
 MPI_PRIVATE = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n'
 MPI_PUBLIC = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMpi ocigpu.cluster mpi_ssh'
+MPI_USER_PRIVATE = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAB\n-----END OPENSSH PRIVATE KEY-----\n'
+MPI_USER_PUBLIC = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIUsr ocigpu.cluster mpi_ssh'
+MPI_KEYS = dict(root=dict(private=MPI_PRIVATE, public=MPI_PUBLIC), usera=dict(private=MPI_USER_PRIVATE, public=MPI_USER_PUBLIC))
 
 
 @pytest.fixture(scope='module')
@@ -60,8 +63,10 @@ def make_bundle(path, node_vars='slurm_cluster_name: as\n', **settings):
 @pytest.fixture
 def pull_config(config, tls, tmp_path):  # noqa: F811
     (tmp_path / 'munge.key').write_bytes(MUNGE)
-    (tmp_path / 'mpi_ed25519').write_text(MPI_PRIVATE)
-    (tmp_path / 'mpi_ed25519.pub').write_text(MPI_PUBLIC + '\n')
+    (tmp_path / 'mpi_ed25519').mkdir()
+    for user, pair in MPI_KEYS.items():
+        (tmp_path / 'mpi_ed25519' / user).write_text(pair['private'])
+        (tmp_path / 'mpi_ed25519' / (user + '.pub')).write_text(pair['public'] + '\n')
     cfg = dict(config)
     cfg['pull'] = dict(listen='127.0.0.1', port=0, cert=tls.cert, key=tls.key, bundle=make_bundle(tmp_path / 'b.tar.gz'),
                        munge_key=str(tmp_path / 'munge.key'), mpi_key=str(tmp_path / 'mpi_ed25519'), conf_server='10.0.0.2:6817',
@@ -93,10 +98,10 @@ def test_join_gives_the_munge_key_only_to_the_tagged_instance_at_its_own_address
     one, two = mapping
     answer = enroller.join(one['id'], 'gpu-1', one['private_ip'])
     assert base64.b64decode(answer['munge_key_b64']) == MUNGE and answer['conf_server'] == '10.0.0.2:6817'
-    # the cluster's MPI key pair comes with it (never in the bundle); a controller that names none hands none
-    assert answer['mpi_private_key'] == MPI_PRIVATE and answer['mpi_public_key'] == MPI_PUBLIC
+    # each user's MPI key pair comes with it (never in the bundle), no shared one; a controller that names none hands none
+    assert answer['mpi_keys'] == MPI_KEYS and 'mpi_private_key' not in answer
     without = dict(pull_config, pull=dict(pull_config['pull'], mpi_key=''))
-    assert 'mpi_private_key' not in _pull.Enroller(without).join(one['id'], 'gpu-1', one['private_ip'])
+    assert 'mpi_keys' not in _pull.Enroller(without).join(one['id'], 'gpu-1', one['private_ip'])
     refusals = [
         ((one['id'], 'gpu-1', two['private_ip']), 'the request comes from %s' % two['private_ip']),
         ((one['id'], 'gpu-2', one['private_ip']), "carries Slurm name 'gpu-1', not 'gpu-2'"),
@@ -129,7 +134,7 @@ class FakeEnroller(object):
         if name != 'gpu-1':
             raise _pull.JoinRefused(403, 'name %r is not among this cluster\'s Slurm nodes' % name)
         return dict(name=name, conf_server='10.0.0.2:6817', munge_key_b64=base64.b64encode(MUNGE).decode(),
-                    mpi_private_key=MPI_PRIVATE, mpi_public_key=MPI_PUBLIC)
+                    mpi_keys=MPI_KEYS)
 
     def failed(self, instance_id, name, client_ip, message):
         self.calls.append(('failed', instance_id, name, client_ip, message))
@@ -235,7 +240,7 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
     assert '--skip-tags' in seen['argv'] and 'nvme_scratch' in seen['argv']
     assert seen['mode'] == '0o600'
     assert seen['secrets'] == dict(slurm_munge_key_b64=base64.b64encode(MUNGE).decode(), slurm_conf_server='10.0.0.2:6817',
-                                   slurm_node_name='gpu-1', mpi_ssh_private_key=MPI_PRIVATE, mpi_ssh_public_key=MPI_PUBLIC)
+                                   slurm_node_name='gpu-1', mpi_ssh_keys=MPI_KEYS)
     # neither secret reaches the log
     logged = open(str(tmp_path / 'pull.log')).read()
     assert 'OPENSSH PRIVATE KEY' not in logged and base64.b64encode(MUNGE).decode() not in logged
@@ -353,8 +358,8 @@ def test_join_without_an_mpi_key_leaves_the_mpi_ssh_role_out():
     answer = dict(munge_key_b64='a2V5', conf_server='10.0.0.2:6817')
     assert ocigpu_pull.join_vars(answer, 'gpu-3') == dict(slurm_munge_key_b64='a2V5', slurm_conf_server='10.0.0.2:6817',
                                                           slurm_node_name='gpu-3', configure_mpi_ssh=False)
-    answer.update(mpi_private_key=MPI_PRIVATE, mpi_public_key=MPI_PUBLIC)
-    assert ocigpu_pull.join_vars(answer, 'gpu-3')['mpi_ssh_private_key'] == MPI_PRIVATE
+    answer.update(mpi_keys=MPI_KEYS)
+    assert ocigpu_pull.join_vars(answer, 'gpu-3')['mpi_ssh_keys'] == MPI_KEYS
 
 
 def test_with_the_active_check_a_node_that_falls_short_never_starts_slurmd_and_says_why(server, tls, tmp_path):
