@@ -21,18 +21,29 @@ pinned to the controller's certificate:
 - ``GET /v1/health``: "ok".
 
 Every decision is logged with its reason. Configuration: the ``pull`` section of the autoscaler's
-JSON (listen address and port, certificate and key, bundle, munge key, slurmctld address).
+JSON (listen address and port, certificate and key, bundle, munge key, slurmctld address; optionally
+``timeout`` and ``max_connections``).
+
+No client can hold the server for others: the TLS handshake and the request are read in the
+connection's own thread, within ``timeout`` seconds in all (a client that sends nothing, or trickles
+bytes, is cut off then); at most ``max_connections`` connections are served at once, and one more is
+closed at once (the node's program tries again); a body is at most 4096 bytes, with a valid
+Content-Length.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 import os
+import re
+import socket
 import ssl
 import sys
 import threading
+import time
 
 try:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,6 +64,11 @@ __all__ = ['Enroller', 'JoinRefused', 'make_server', 'main', 'PULL_SERVER_TAG', 
 PULL_REQUIRED = ('listen', 'port', 'cert', 'key', 'bundle', 'munge_key', 'conf_server')
 # The paths a node may POST to, and what each request is called in the log.
 POST_PATHS = {'/v1/join': 'join', '/v1/failed': 'failure report'}
+# What one client may take: seconds from the connection to the end of its request (TLS handshake
+# included), connections served at once, bytes in a request's body.
+CONNECTION_TIMEOUT = 30
+MAX_CONNECTIONS = 256
+MAX_BODY = 4096
 
 log = logging.getLogger('ocigpu.pull')
 
@@ -152,13 +168,53 @@ class Enroller(object):
         return dict(name=name, request=rid, message=message)
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A connection's reads, each given only what is left of the connection's time: a client that
+    trickles its request a byte at a time is cut off when one that sends nothing would be."""
+
+    def __init__(self, sock, deadline):
+        super(_DeadlineReader, self).__init__()
+        self.sock = sock
+        self.deadline = deadline
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout('the request was not read in time')
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buf)
+
+
 class Handler(BaseHTTPRequestHandler):
     server_version = 'ocigpu-pull'
     enroller = None
     bundle = None
+    # Seconds for the handshake and the request together; each write of the answer gets as long.
+    timeout = CONNECTION_TIMEOUT
+
+    def setup(self):
+        """The TLS handshake, here in the connection's thread (never in the accept loop), then reads
+        that end at the connection's deadline."""
+        deadline = time.monotonic() + self.timeout
+        self.request.settimeout(self.timeout)
+        self.request.do_handshake()
+        super(Handler, self).setup()
+        self.rfile.close()  # the socket's own reader, replaced by one that keeps the deadline
+        self.rfile = io.BufferedReader(_DeadlineReader(self.request, deadline))
 
     def log_message(self, fmt, *args):  # requests are logged by the handlers below
         return
+
+    def log_error(self, fmt, *args):  # a request line or header the server could not read
+        log.info('%s: %s', self.client_address[0], fmt % args)
+
+    def end_headers(self):
+        # The request is read: the answer's writes get the full timeout each, not what is left.
+        self.request.settimeout(self.timeout)
+        super(Handler, self).end_headers()
 
     def _send(self, status, body, content_type='application/json'):
         data = body if isinstance(body, bytes) else json.dumps(body).encode('utf-8')
@@ -197,8 +253,13 @@ class Handler(BaseHTTPRequestHandler):
             if self.client_address[1] >= 1024:
                 raise JoinRefused(403, 'a %s must come from a privileged source port (root on the node), not %d'
                                   % (what, self.client_address[1]))
-            length = int(self.headers.get('Content-Length') or 0)
-            if length > 4096:
+            length = self.headers.get('Content-Length')
+            if length is None:
+                raise JoinRefused(411, 'a Content-Length is needed')
+            if not re.match(r'[0-9]{1,9}\Z', length.strip()):
+                raise JoinRefused(400, 'Content-Length %r is not a size in bytes' % length[:20])
+            length = int(length.strip())
+            if length > MAX_BODY:
                 raise JoinRefused(413, 'request too large')
             body = json.loads(self.rfile.read(length).decode('utf-8') or '{}')
             if not isinstance(body, dict):
@@ -226,14 +287,60 @@ class Handler(BaseHTTPRequestHandler):
         return self._send(200, answer)
 
 
+class PullServer(ThreadingHTTPServer):
+    """One thread per connection, at most max_connections at once: one more is closed at once, and
+    the refusals are logged at most every 10 s."""
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, address, handler, max_connections=MAX_CONNECTIONS):
+        self.max_connections = max_connections
+        self.slots = threading.BoundedSemaphore(max_connections)
+        self.refused = 0
+        self.refused_logged = 0.0
+        ThreadingHTTPServer.__init__(self, address, handler)
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            self.refused += 1
+            now = time.monotonic()
+            if now - self.refused_logged >= 10:
+                log.warning('%d connections already open: %d more refused (the last from %s)',
+                            self.max_connections, self.refused, client_address[0])
+                self.refused, self.refused_logged = 0, now
+            self.shutdown_request(request)
+            return
+        try:
+            ThreadingHTTPServer.process_request(self, request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            ThreadingHTTPServer.process_request_thread(self, request, client_address)
+        finally:
+            self.slots.release()
+
+    def handle_error(self, request, client_address):
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (OSError, ValueError)):  # a failed handshake, a timeout, a closed connection
+            log.info('%s: connection dropped: %s', client_address[0], exc)
+        else:
+            log.exception('%s: the request failed', client_address[0])
+
+
 def make_server(config, enroller=None):
     pull = pull_settings(config)
     enroller = enroller or Enroller(config)
-    handler = type('PullHandler', (Handler,), dict(enroller=enroller, bundle=pull['bundle']))
-    server = ThreadingHTTPServer((pull['listen'], int(pull['port'])), handler)
+    handler = type('PullHandler', (Handler,), dict(enroller=enroller, bundle=pull['bundle'],
+                                                   timeout=float(pull.get('timeout') or CONNECTION_TIMEOUT)))
+    server = PullServer((pull['listen'], int(pull['port'])), handler,
+                        max_connections=int(pull.get('max_connections') or MAX_CONNECTIONS))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(pull['cert'], pull['key'])
-    server.socket = context.wrap_socket(server.socket, server_side=True)
+    # The handshake runs in each connection's thread (Handler.setup), with its timeout: accept() never waits on a client.
+    server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     return server
 
 

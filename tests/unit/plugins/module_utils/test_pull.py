@@ -4,11 +4,16 @@ and the node's whole pull with the configure run captured."""
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
 import io
 import json
 import os
+import socket
+import ssl
 import subprocess
 import tarfile
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -171,6 +176,114 @@ def test_a_controller_with_another_certificate_is_refused_before_any_request(ser
     with pytest.raises(ocigpu_pull.PullError, match='not the pinned %s: refusing' % wrong):
         ocigpu_pull.Controller(server.address, wrong, timeout=10).request('GET', '/v1/bundle', out=os.devnull)
     assert server.enroller.calls == []
+
+
+# A client that holds its connection (sends nothing, or a byte at a time) --------------------------
+
+def open_tls(address, privileged=False, handshake=True):
+    """A raw connection to the server: TCP only (handshake=False), or TLS without the pin."""
+    host, port = address.rsplit(':', 1)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    for source in (range(1023, 599, -1) if privileged else ()):
+        try:
+            sock.bind(('127.0.0.1', source))
+            break
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+    sock.connect((host, int(port)))
+    if not handshake:
+        return sock
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    return context.wrap_socket(sock)
+
+
+def answer_of(sock):
+    data = b''
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+@contextlib.contextmanager
+def pull_server(pull_config, **settings):
+    """A server with the test's own limits; the connections the test opened (held) are closed before
+    it stops, so that a server whose accept loop a client holds still stops."""
+    enroller = FakeEnroller()
+    srv = _pull.make_server(dict(pull_config, pull=dict(pull_config['pull'], **settings)), enroller=enroller)
+    _pull.serve_in_thread(srv)
+    held = []
+    try:
+        yield SimpleNamespace(enroller=enroller, address='127.0.0.1:%d' % srv.server_address[1], held=held)
+    finally:
+        for sock in held:
+            sock.close()
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_idle_and_trickling_connections_do_not_stall_the_other_clients(pull_config, tls, tmp_path):
+    """Before the fix the handshake ran in the accept loop: one idle TCP connection stalled every client."""
+    with pull_server(pull_config) as srv:
+        srv.held.extend(open_tls(srv.address, handshake=False) for _ in range(3))  # TCP only: no ClientHello
+        slow = open_tls(srv.address)  # a finished handshake, then a request a byte at a time
+        srv.held.append(slow)
+        slow.sendall(b'GE')
+        ctl = ocigpu_pull.Controller(srv.address, tls.sha256, timeout=5)
+        started = time.monotonic()
+        out = ctl.request('GET', '/v1/bundle', out=str(tmp_path / 'got.tar.gz'))
+        answer = ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-1'),
+                             privileged=True)
+        assert time.monotonic() - started < 3
+        assert open(out, 'rb').read() == open(pull_config['pull']['bundle'], 'rb').read()
+        assert base64.b64decode(answer['munge_key_b64']) == MUNGE
+
+
+def test_a_connection_that_never_finishes_its_request_is_cut_off_and_extra_ones_closed(pull_config, tls):
+    with pull_server(pull_config, timeout=1.5, max_connections=2) as srv:
+        slow = open_tls(srv.address)
+        idle = open_tls(srv.address, handshake=False)
+        # The cap: a third connection is closed at once, not queued behind the two.
+        started = time.monotonic()
+        extra = open_tls(srv.address, handshake=False)
+        srv.held.extend([slow, idle, extra])
+        assert answer_of(extra) == b'' and time.monotonic() - started < 1
+        # A byte every 0.25 s never finishes the request: the connection's time runs out all the same.
+        started, closed = time.monotonic(), False
+        for byte in b'GET /v1/health HTTP/1.0\r\n':
+            try:
+                slow.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.25)
+        assert closed or answer_of(slow) == b''
+        assert time.monotonic() - started < 4
+        assert answer_of(idle) == b''  # no handshake within the time either
+        # The slots are free again.
+        ctl = ocigpu_pull.Controller(srv.address, tls.sha256, timeout=5)
+        assert ctl.request('POST', '/v1/join', body=dict(instance_id='ocid1.instance.oc1..x', name='gpu-1'),
+                           privileged=True)['name'] == 'gpu-1'
+
+
+@pytest.mark.parametrize('length, status', [('-1', 400), ('abc', 400), (None, 411), ('5000', 413)])
+def test_a_post_must_say_its_size_within_the_limit(pull_config, length, status):
+    """Before the fix Content-Length -1 read the body to its end, past the 4096-byte limit."""
+    with pull_server(pull_config) as srv:
+        body = json.dumps(dict(instance_id='ocid1.instance.oc1..x', name='gpu-1', pad='x' * 5000)).encode()
+        sock = open_tls(srv.address, privileged=True)
+        srv.held.append(sock)
+        head = b'POST /v1/join HTTP/1.0\r\nContent-Type: application/json\r\n'
+        if length is not None:
+            head += b'Content-Length: %s\r\n' % length.encode()
+        sock.sendall(head + b'\r\n' + body)  # the old code read on, past the limit, to the end
+        answer = answer_of(sock)
+        assert answer.split(b' ', 2)[1] == str(status).encode(), answer
+        assert srv.enroller.calls == []
 
 
 def test_bundle_members_that_leave_the_folder_are_refused(tmp_path):
