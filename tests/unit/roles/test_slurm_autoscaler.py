@@ -300,3 +300,60 @@ def test_a_vault_value_from_cluster_yml_reaches_the_nodes_in_plain_text(tmp_path
     assert yaml.safe_load(written) == {'nccl_tests_gpus': 8, 'shared_home_source': '10.0.1.7:/export/home',
                                        'cluster_users': True}
     assert '$ANSIBLE_VAULT' not in written
+
+
+# The pull bundle (files/build-pull-bundle.sh): served to the whole VCN, so an allow-list -----------
+
+def _dirty_collection(tmp_path):
+    """A copy of the collection's folder as an operator's runs leave a checkout: keys, settings,
+    inventories, lock files and the fact cache beside the collection's own files."""
+    coll = tmp_path / 'collections' / 'ansible_collections' / 'ocigpu' / 'cluster'
+    coll.mkdir(parents=True)
+    for part in ('plugins', 'roles', 'playbooks', 'meta'):
+        shutil.copytree(str(ROOT / part), str(coll / part), ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+    shutil.copy(str(ROOT / 'galaxy.yml'), str(coll / 'galaxy.yml'))
+    planted = ['tokyo.mpi_ed25519', 'tokyo.mpi_ed25519.pub', 'cluster.yml', 'cluster.gpu_nodes.yml', 'tokyo.lock.yml',
+               '.cache/facts/gpu-1', 'inventory/hosts.ini', 'docs/x.md', 'tests/unit/x.py', 'notes.txt']
+    for name in planted:
+        (coll / name).parent.mkdir(parents=True, exist_ok=True)
+        (coll / name).write_text('secret\n')
+    return coll
+
+
+def _build_bundle(tmp_path, coll):
+    for name, text in (('pull.json', '{}\n'), ('node-vars.yml', '{}\n'), ('lock.yml', 'artifacts: {}\n')):
+        (tmp_path / name).write_text(text)
+    out = tmp_path / 'bundle.tar.gz'
+    run = subprocess.run(['bash', str(ROLE / 'files' / 'build-pull-bundle.sh'), str(out), str(tmp_path / 'pull.json'),
+                          str(tmp_path / 'node-vars.yml'), str(tmp_path / 'lock.yml'), str(coll)],
+                         capture_output=True, text=True)
+    return run, out
+
+
+def test_the_pull_bundle_carries_only_what_a_node_needs(tmp_path):
+    """Before the fix the whole folder went in but for a short deny-list: the MPI key, cluster.yml, the
+    inventory, the lock file and the fact cache were served to any host of the VCN."""
+    import tarfile
+    run, out = _build_bundle(tmp_path, _dirty_collection(tmp_path))
+    assert run.returncode == 0, run.stderr
+    with tarfile.open(str(out)) as tar:
+        names = sorted(n[2:] if n.startswith('./') else n for n in tar.getnames())
+    top = sorted(set(n.split('/')[0] for n in names if n and n != '.'))
+    assert top == ['collections', 'node-vars.yml', 'ocigpu.lock.yml', 'pull.json']
+    inside = sorted(set(n.split('/')[4] for n in names if n.count('/') >= 4))
+    assert inside == ['galaxy.yml', 'meta', 'playbooks', 'plugins', 'roles']
+    for secret in ('mpi_ed25519', 'cluster.yml', 'gpu_nodes.yml', 'tokyo.lock', '.cache', 'facts/gpu-1', 'hosts.ini'):
+        assert not [n for n in names if secret in n], secret
+    # what a node runs is there
+    assert 'collections/ansible_collections/ocigpu/cluster/playbooks/configure.yml' in names
+
+
+@pytest.mark.parametrize('planted', ['roles/common/files/id_ed25519', 'plugins/cluster.yml', 'roles/x.pem',
+                                     'playbooks/old.lock.yml', 'roles/common/.cache/facts'])
+def test_the_pull_bundle_is_not_built_with_a_secret_inside_a_collection_part(tmp_path, planted):
+    coll = _dirty_collection(tmp_path)
+    (coll / planted).parent.mkdir(parents=True, exist_ok=True)
+    (coll / planted).write_text('secret\n')
+    run, out = _build_bundle(tmp_path, coll)
+    assert run.returncode != 0 and not out.exists()
+    assert 'refusing to build' in run.stderr and planted.split('/')[2 if '.cache' in planted else -1] in run.stderr
