@@ -213,6 +213,13 @@ for n in $JOBS; do
 srun -l $task
 JOB
 done
+# A hostile cluster user: alice holds 20 idle and 5 trickling connections to the pull server through
+# the whole resume, opening a new one whenever the server cuts one off. Every node joins all the same
+# (the handshake and reads run in each connection's own thread, with a timeout).
+pull_addr=$(on_ctl ss -Htln 'sport = :8740' | awk '{ print $4 }' | cut -d: -f1 | head -1)
+as_alice 'cat > ~/hold_connections.py; rm -f ~/hold_connections.stop' < tests/demo/hold_connections.py
+hold_pid=$(as_alice "nohup python3 ~/hold_connections.py $pull_addr 8740 20 5 1800 < /dev/null > ~/hold_connections.log 2>&1 & echo \$!")
+if [ -z "$pull_addr" ] || [ -z "$hold_pid" ]; then die "could not start alice's connection holder (pull server at '$pull_addr')"; fi
 t_submit=$(date +%s.%N)
 i=0
 for n in $JOBS; do
@@ -329,6 +336,11 @@ for _ in $(seq 1500); do
   sleep 1
 done
 t_done=$(date +%s.%N)
+as_alice 'touch ~/hold_connections.stop'
+for _ in $(seq 10); do as_alice "kill -0 $hold_pid" 2>/dev/null || break; sleep 1; done
+hold_said=$(as_alice 'cat ~/hold_connections.log' | tail -1)
+echo "   alice's connections to the pull server during the joins: $hold_said"
+grep -q '^held for ' <<< "$hold_said" || die "alice's connection holder did not finish: $hold_said"
 on_ctl cat /var/log/ocigpu-autoscaler/autoscaler.log > "$work/autoscaler.log"
 on_ctl cat /var/log/ocigpu-autoscaler/pull-server.log > "$work/pull-server.log" 2>/dev/null || true
 problems=()
