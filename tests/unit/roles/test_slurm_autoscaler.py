@@ -357,3 +357,28 @@ def test_the_pull_bundle_is_not_built_with_a_secret_inside_a_collection_part(tmp
     run, out = _build_bundle(tmp_path, coll)
     assert run.returncode != 0 and not out.exists()
     assert 'refusing to build' in run.stderr and planted.split('/')[2 if '.cache' in planted else -1] in run.stderr
+
+
+def test_the_pull_server_runs_as_slurms_user_hardened_and_its_log_rotates():
+    """Before the fix the unit had no User= (root) and ProtectSystem=full alone; pull-server.log never rotated."""
+    unit = role_render('ocigpu-pull-server.service.j2')
+    lines = set(line.strip() for line in unit.splitlines())
+    assert {'User=slurm', 'Group=slurm', 'NoNewPrivileges=yes', 'CapabilityBoundingSet=', 'ProtectSystem=strict',
+            'ReadWritePaths=/var/log/ocigpu-autoscaler -/var/lib/ocigpu-autoscaler/requests', 'ProtectHome=read-only',
+            'PrivateTmp=yes', 'PrivateDevices=yes', 'ProtectKernelTunables=yes', 'ProtectKernelModules=yes',
+            'ProtectControlGroups=yes', 'RestrictSUIDSGID=yes', 'LockPersonality=yes',
+            'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX', 'TasksMax=320', 'MemoryMax=1G'} <= lines
+    # the autoscaler's unit keeps in step (but for what its node setup command may need)
+    service = set(line.strip() for line in role_render('ocigpu-autoscaler.service.j2').splitlines())
+    assert {'User=slurm', 'NoNewPrivileges=yes', 'RestrictSUIDSGID=yes', 'ProtectKernelTunables=yes',
+            'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX'} <= service
+    rotate = role_render('logrotate.j2')
+    assert '/var/log/ocigpu-autoscaler/pull-server.log' in rotate and 'copytruncate' in rotate
+    assert 'su slurm slurm' in rotate
+    # The server reads root's files that its group may read, in a folder only root writes; never munge's own key.
+    templar = role_templar()
+    pull = templar.template(trust_as_template('{{ __slurm_autoscaler_pull_config }}'))
+    assert pull['munge_key'] == '/opt/ocigpu-autoscaler/pull/munge.key'
+    folders = templar.template(trust_as_template('{{ __slurm_autoscaler_manages.pull_folders }}'))
+    assert [(f['path'], f['owner'], f.get('group', f['owner']), f['mode']) for f in folders] == [
+        ('/opt/ocigpu-autoscaler/pull', 'root', 'slurm', '0750'), ('/var/lib/ocigpu-autoscaler/requests', 'slurm', 'slurm', '0700')]
