@@ -37,7 +37,7 @@ FACTS = ('architecture', 'distribution', 'distribution_major_version', 'distribu
          'service_mgr')
 DEFAULT_IPV4 = ('address', 'interface', 'netmask', 'network', 'gateway')
 # Facts that roles set for themselves while they run (never an input of the next run).
-ROLE_SET_FACTS = ('getent_passwd', 'services')
+ROLE_SET_FACTS = ('getent_group', 'getent_passwd', 'services')
 # Parts of node_facts (ocigpu_node) that describe the machine, not what the roles made of it: the disks'
 # signatures and mounts and the RDMA ports' state change as the roles run, and IMDS may answer or not.
 NODE_FACTS = ('shape', 'shape_source', 'shape_facts', 'instance', 'primary', 'gpus')

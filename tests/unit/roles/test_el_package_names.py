@@ -47,6 +47,8 @@ EXPECTED = {
         '__slurm_packages_compute': {0: ['slurm-slurmd']},
         '__slurm_packages_dbd': {0: ['slurm-slurmdbd', 'mariadb-server', 'python3-PyMySQL']},
         '__slurm_packages_devel': {0: ['slurm-devel']},
+        # Slurm's slurm.spec (and Fedora's, which EPEL builds) puts pam_slurm_adopt.so in slurm-pam_slurm.
+        '__slurm_packages_pam_adopt': {0: ['slurm-pam_slurm']},
     },
     'slurm_autoscaler': {
         '__slurm_autoscaler_packages': {8: ['python36', 'python3-pip', 'python3-packaging', 'openssl'],
