@@ -368,7 +368,7 @@ start=$(date +%s)
 # The controller's cloud identity: the metadata service (169.254.169.254:80) answers root and the
 # service accounts only. The stand-in has no metadata service, so a listener stands in for it.
 on_ctl ip addr add 169.254.169.254/32 dev lo
-on_ctl systemd-run --unit demo-imds python3 -m http.server 80 --bind 169.254.169.254 > /dev/null
+on_ctl systemd-run --unit demo-imds python3 -m http.server 80 --bind 169.254.169.254 > /dev/null 2>&1
 sleep 1
 imds_try='import socket
 try:
@@ -391,7 +391,7 @@ jq '.users += {eve: {uid: 10099, gid: 0, groups: ["disk", "wheel"], home: "/mnt/
   "$work/users.kept.json" > "$work/users.poisoned.json"
 ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.copy \
   -a "src=$work/users.poisoned.json dest=/mnt/home/.ocigpu/users.json" >> "$work/users.log" 2>&1 || die "root on $node1 could not write the directory"
-on_ctl systemctl start ocigpu-cluster-users.service && die "the controller applied the rewritten directory without a word"
+on_ctl systemctl start ocigpu-cluster-users.service 2>> "$work/users.log" && die "the controller applied the rewritten directory without a word"
 on_ctl journalctl -u ocigpu-cluster-users.service -n 20 --no-pager -o cat | grep -E '^ocigpu-cluster-users: refused user (eve|opc):' | sort -u | sed 's/^/   /'
 [ "$(on_ctl journalctl -u ocigpu-cluster-users.service -n 20 --no-pager -o cat | grep -cE 'refused user (eve: gid 0 |opc: uid 1000 is outside)')" -ge 2 ] \
   || die "the rewritten entries were not refused on the controller"
