@@ -17,7 +17,7 @@ description:
     source network (for its C(rich_rules)), written as firewalld lists them, so that
     M(ocigpu.cluster.firewalld_zones) finds them in place on a re-run.
   - Where the cluster's networks are not known (O(cluster) empty), a port for C(cluster) or C(admin)
-    cannot be limited: it is open to every source, as before this option, and listed in C(unlimited)
+    cannot be limited; it is open to every source, as before this option, and listed in C(unlimited)
     for the role to say so.
 options:
   _input:

@@ -298,7 +298,7 @@ class PullServer(ThreadingHTTPServer):
         self.slots = threading.BoundedSemaphore(max_connections)
         self.refused = 0
         self.refused_logged = 0.0
-        ThreadingHTTPServer.__init__(self, address, handler)
+        super(PullServer, self).__init__(address, handler)
 
     def process_request(self, request, client_address):
         if not self.slots.acquire(blocking=False):

@@ -38,7 +38,7 @@ def main():
     idle, trickle = int(sys.argv[3]) if len(sys.argv) > 3 else 20, int(sys.argv[4]) if len(sys.argv) > 4 else 5
     limit = float(sys.argv[5]) if len(sys.argv) > 5 else 900
     stop = os.path.expanduser('~/hold_connections.stop')
-    conns = [connect(address, port) for _ in range(idle + trickle)]
+    conns = [connect(address, port) for dummy in range(idle + trickle)]
     opened, cut, refused = len(conns), 0, sum(c is None for c in conns)
     start = time.monotonic()
     print('holding %d idle and %d trickling connections to %s:%d' % (idle, trickle, address, port), flush=True)

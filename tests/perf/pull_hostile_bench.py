@@ -179,7 +179,7 @@ def percentile(values, p):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--joins', type=int, default=200)
     parser.add_argument('--hostile', type=int, default=50)
     parser.add_argument('--bundle-kib', type=int, default=256)

@@ -55,8 +55,8 @@ NAME = re.compile(r'[a-z_][a-z0-9_-]{0,31}')
 LAST_ID = 59999
 # What this host allows, from the role's settings (vars/main.yml passes them), never from the file.
 Policy = collections.namedtuple('Policy', 'first_id privilege_group privilege_gid home_root shells')
-DEFAULT_POLICY = Policy(10001, 'privilege', 9876, '/mnt/home', frozenset(('/bin/sh', '/bin/bash', '/usr/bin/sh',
-                                                                        '/usr/bin/bash')))
+DEFAULT_SHELLS = frozenset(('/bin/sh', '/bin/bash', '/usr/bin/sh', '/usr/bin/bash'))
+DEFAULT_POLICY = Policy(10001, 'privilege', 9876, '/mnt/home', DEFAULT_SHELLS)
 
 
 def check_owner(path, st):

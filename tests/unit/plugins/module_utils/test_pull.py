@@ -229,7 +229,7 @@ def pull_server(pull_config, **settings):
 def test_idle_and_trickling_connections_do_not_stall_the_other_clients(pull_config, tls, tmp_path):
     """Before the fix the handshake ran in the accept loop: one idle TCP connection stalled every client."""
     with pull_server(pull_config) as srv:
-        srv.held.extend(open_tls(srv.address, handshake=False) for _ in range(3))  # TCP only: no ClientHello
+        srv.held.extend(open_tls(srv.address, handshake=False) for dummy in range(3))  # TCP only: no ClientHello
         slow = open_tls(srv.address)  # a finished handshake, then a request a byte at a time
         srv.held.append(slow)
         slow.sendall(b'GE')

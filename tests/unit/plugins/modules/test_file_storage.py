@@ -182,7 +182,6 @@ def test_bad_export_options_are_refused_before_any_call(run, ocisim, home, chang
     assert mutations(ocisim) == 0
 
 
-
 def _file_storage_task(path, name):
     """The file_storage task of a playbook (or of a task file), as written."""
     doc = yaml.safe_load((ROOT / path).read_text())
