@@ -41,6 +41,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import retry_after_seconds
+
 try:
     import dateutil.parser
     import dateutil.tz
@@ -144,7 +146,7 @@ class ThrottledRetrier(object):
             if sent_in_round == self._round:
                 self._round += 1
                 self._pause = min(self.retrier.cap, random.uniform(self.retrier.base, self._pause * 3))
-                pause = max(self._pause, min(_retry_after(answer), self.retrier.cap))
+                pause = max(self._pause, min(retry_after_seconds(answer), self.retrier.cap))
                 self._resume_at = max(self._resume_at or 0, self.clock.monotonic() + pause)
 
     def call(self, fn, *args, **kwargs):
@@ -176,14 +178,6 @@ class ThrottledRetrier(object):
             with self._lock:
                 self._pause = self.retrier.base
             return result
-
-
-def _retry_after(answer):
-    headers = getattr(answer, 'headers', None) or {}
-    try:
-        return float(headers.get('retry-after') or headers.get('Retry-After') or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 def _error_record(operation, exc, **scope):

@@ -193,7 +193,7 @@ class Retrier(object):
                 if not is_retryable(exc) or attempt >= self.attempts:
                     raise
                 delay = min(self.cap, random.uniform(self.base, delay * 3))
-                retry_after = _retry_after(exc)
+                retry_after = retry_after_seconds(exc)
                 if retry_after:
                     delay = max(delay, min(retry_after, self.cap))
                 if self.clock.monotonic() - start + delay > self.max_seconds:
@@ -203,7 +203,8 @@ class Retrier(object):
                 self.clock.sleep(delay)
 
 
-def _retry_after(exc):
+def retry_after_seconds(exc):
+    """The Retry-After header of an OCI error, in seconds (0 without one)."""
     headers = getattr(exc, 'headers', None) or {}
     try:
         return float(headers.get('retry-after') or headers.get('Retry-After') or 0)
