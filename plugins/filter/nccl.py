@@ -4,46 +4,6 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: nccl_parse
-short_description: Parse the output of an nccl-tests program
-version_added: 0.1.0
-description:
-  - Turns the stdout of C(all_reduce_perf) (or another nccl-tests program) into data - every
-    result row with out-of-place and in-place time, algbw, busbw and wrong elements, the ranks
-    and hosts that took part, the average bus bandwidth and any error lines.
-  - Column positions are read from the output's own header, so older and newer nccl-tests
-    releases parse alike.
-options:
-  _input:
-    description: The program's stdout.
-    type: str
-    required: true
-"""
-
-EXAMPLES = r"""
-- name: Busbw at the largest size
-  ansible.builtin.debug:
-    msg: "{{ (result.stdout | ocigpu.cluster.nccl_parse).rows[-1].out_of_place.busbw }}"
-"""
-
-RETURN = r"""
-_value:
-  description: The parsed output.
-  type: dict
-  contains:
-    rows: {description: "Result rows: size, count, type, redop, root, out_of_place and in_place (time_us, algbw, busbw, wrong).", type: list, elements: dict}
-    devices: {description: "Ranks: rank, group, pid, host, device, bus_id, gpu.", type: list, elements: dict}
-    hosts: {description: "Hosts that took part, in rank order.", type: list, elements: str}
-    params: {description: "Run parameters from the C(nThread) line.", type: dict}
-    avg_busbw: {description: "The C(Avg bus bandwidth) line.", type: float}
-    out_of_bounds: {description: "The C(Out of bounds values) count.", type: int}
-    errors: {description: "Lines that show the run broke.", type: list, elements: str}
-    version: {description: "nccl-tests version, when printed.", type: str}
-    nccl_version: {description: "NCCL library version code, when printed.", type: int}
-    collective: {description: "Program name, when printed.", type: str}
-"""
-
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
