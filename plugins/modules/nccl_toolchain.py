@@ -15,7 +15,11 @@ description:
     version, and an MPI compiler wrapper (C(mpicc)) with its include and library folders; it
     also reports the job launchers C(srun) and C(mpirun) it finds.
   - Reads only; changes nothing on the node.
-  - Fails with the list of what is missing when CUDA or NCCL cannot be found.
+  - Fails with the list of what is missing when CUDA or NCCL cannot be found, unless I(build) lets
+    nccl-tests be built in a container instead.
+  - Decides where nccl-tests is built (I(build)) - on the host when its toolchain is complete, else
+    in the container image I(container_image) through enroot - and returns the decision with the
+    pieces the host lacks.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ocigpu.cluster.host
@@ -43,6 +47,25 @@ options:
     description: The MPI compiler wrapper to ask for its folders; found on the C(PATH) when empty.
     type: str
     default: ''
+  build:
+    description:
+      - Where nccl-tests is to be built. C(host) needs the toolchain on the node and fails without
+        it. C(container) builds in I(container_image) through enroot, whatever the host has.
+        C(auto) builds on the host when nvcc, libnccl.so, nccl.h and (unless I(mpi=off)) mpicc are
+        all there, else in the container.
+      - A container build needs I(container_image) and the C(enroot) program on the node; without
+        either the module fails before it looks at anything else.
+    type: str
+    choices: [auto, host, container]
+    default: host
+    version_added: 0.4.0
+  container_image:
+    description:
+      - The image of a container build, in enroot's form (C(nvcr.io#nvidia/tensorflow:24.06-tf2-py3));
+        it must carry nvcc, nccl.h and libnccl.so and an MPI.
+    type: str
+    default: ''
+    version_added: 0.4.0
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """
@@ -84,6 +107,17 @@ mpi:
     mpicc: {description: "Path of mpicc.", type: str}
     include_dir: {description: "Folder of mpi.h.", type: str}
     lib_dir: {description: "Folder of libmpi.so.", type: str}
+build:
+  description: Where nccl-tests is to be built, and why.
+  returned: success
+  type: dict
+  version_added: 0.4.0
+  contains:
+    where: {description: "C(host) or C(container).", type: str}
+    missing: {description: "What the host lacks, by short name (C(nvcc), C(libnccl.so), C(nccl.h), C(mpicc)).", type: list, elements: str}
+    image: {description: "The container image (for C(where=container)), else null.", type: str}
+    enroot: {description: "Path of enroot (for C(where=container)), else null.", type: str}
+    reason: {description: "One line saying where and why.", type: str}
 launchers:
   description: Paths of the job launchers found on the C(PATH), or null.
   returned: success
@@ -183,6 +217,30 @@ def _find_mpi(module, mpicc):
     return info
 
 
+def decide(build, missing, container_image, enroot):
+    """Where nccl-tests is built. build: auto, host or container; missing: (short name, message) pairs
+    of what the host lacks; enroot: its path on the node or None. Returns (where, error): error is
+    None, or the message the module fails with."""
+    names = ', '.join(name for name, message in missing)
+    if build == 'host' or (build == 'auto' and not missing):
+        if missing:
+            return 'host', 'nccl-tests toolchain incomplete: ' + '; '.join(message for name, message in missing)
+        return 'host', None
+    if not container_image:
+        if build == 'container':
+            return 'container', ('nccl-tests is to be built in a container (nccl_tests_build: container) but no image is '
+                                 'set: set nccl_tests_build_image (or nccl_tests_container_image), for example '
+                                 'nvcr.io#nvidia/tensorflow:24.06-tf2-py3')
+        return 'container', ('nccl-tests toolchain incomplete on the host (missing: %s) and no container image to build in: '
+                             'install them on the node, or set nccl_tests_build_image (or nccl_tests_container_image) '
+                             'to an NGC image that has them' % names)
+    if not enroot:
+        return 'container', ('nccl-tests is to be built in the container %s%s, but enroot is not on the node: '
+                             'install it (the enroot role) or set nccl_tests_build: host'
+                             % (container_image, ' (the host lacks %s)' % names if missing else ''))
+    return 'container', None
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -190,30 +248,47 @@ def main():
             nccl_home=dict(type='str', default=''),
             mpi=dict(type='str', choices=['auto', 'required', 'off'], default='auto'),
             mpicc=dict(type='str', default=''),
+            build=dict(type='str', choices=['auto', 'host', 'container'], default='host'),
+            container_image=dict(type='str', default=''),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    enroot = module.get_bin_path('enroot') if p['build'] != 'host' else None
+    if p['build'] == 'container':
+        # Asked for a container: nothing on the host matters, and what is wrong shows before anything runs.
+        error = decide('container', [], p['container_image'], enroot)[1]
+        if error:
+            module.fail_json(msg=error)
     missing = []
     cuda = _find_cuda(module, p['cuda_home'])
     if cuda is None:
-        missing.append('nvcc (CUDA toolkit) not found%s' % (' under %s' % p['cuda_home'] if p['cuda_home'] else
-                                                            ' on the PATH or under /usr/local/cuda'))
+        missing.append(('nvcc', 'nvcc (CUDA toolkit) not found%s' % (' under %s' % p['cuda_home'] if p['cuda_home'] else
+                                                                     ' on the PATH or under /usr/local/cuda')))
     nccl = _find_nccl(module, p['nccl_home'], cuda['home'] if cuda else None)
     if not nccl['lib_dir']:
-        missing.append('libnccl.so not found (linker cache%s)' % (', ' + p['nccl_home'] if p['nccl_home'] else ''))
+        missing.append(('libnccl.so', 'libnccl.so not found (linker cache%s)' % (', ' + p['nccl_home'] if p['nccl_home'] else '')))
     if not nccl['include_dir']:
-        missing.append('nccl.h not found (install the NCCL development package)')
+        missing.append(('nccl.h', 'nccl.h not found (install the NCCL development package)'))
     mpi = {'found': False, 'mpicc': None, 'include_dir': None, 'lib_dir': None}
     if p['mpi'] != 'off':
         mpi = _find_mpi(module, p['mpicc'])
-        if p['mpi'] == 'required' and not mpi['found']:
-            missing.append('MPI not found (mpicc with mpi.h and libmpi.so)')
-    if missing:
-        module.fail_json(msg='nccl-tests toolchain incomplete: ' + '; '.join(missing),
-                         cuda=cuda, nccl=nccl, mpi=mpi)
+        # A host build goes without MPI (single-node runs only) unless it is required; a container
+        # build is chosen when the host has no MPI and the container can bring one.
+        if not mpi['found'] and (p['mpi'] == 'required' or p['build'] != 'host'):
+            missing.append(('mpicc', 'MPI not found (mpicc with mpi.h and libmpi.so)'))
+    where, error = decide(p['build'], missing, p['container_image'], enroot)
+    if error:
+        module.fail_json(msg=error, cuda=cuda, nccl=nccl, mpi=mpi)
+    names = [name for name, message in missing]
+    build = {'where': where, 'missing': names if where == 'container' else [],
+             'image': p['container_image'] if where == 'container' else None,
+             'enroot': enroot if where == 'container' else None,
+             'reason': ('on the host (CUDA %s, NCCL %s)' % (cuda['version'], nccl['version']) if where == 'host' else
+                        'in the container %s (%s)' % (p['container_image'], 'the host lacks ' + ', '.join(names) if names
+                                                      else 'nccl_tests_build: container'))}
     launchers = dict((name, module.get_bin_path(name)) for name in ('srun', 'mpirun'))
-    module.exit_json(changed=False, cuda=cuda, nccl=nccl, mpi=mpi, launchers=launchers)
+    module.exit_json(changed=False, cuda=cuda, nccl=nccl, mpi=mpi, launchers=launchers, build=build)
 
 
 if __name__ == '__main__':
