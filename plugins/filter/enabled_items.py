@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: enabled_items
 short_description: The items of a list of a role's declaration that apply on this host
-version_added: 0.6.0
+version_added: 0.4.0
 description:
   - A role's declaration (C(__<role>_manages), docs/adding-a-role.md) marks an item that applies on some
     hosts only with C(enabled), set from a condition (for example whether the host is the controller).

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: firewall_openings
 short_description: The public zone's ports and rich rules for the ports that roles declare, each open to its sources only
-version_added: 0.3.0
+version_added: 0.4.0
 description:
   - Each role declares the ports it listens on as C(firewall_ports) in its declaration
     (C(__<role>_manages), docs/adding-a-role.md), and whom they are for as C(firewall_from) -

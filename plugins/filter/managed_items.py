@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: managed_items
 short_description: The items of a role's declaration that the role's record observes on a node
-version_added: 0.6.0
+version_added: 0.4.0
 description:
   - Each role declares once, as C(__<role>_manages) in its C(vars/main.yml), what it manages on a node
     (docs/adding-a-role.md). The role's tasks read the declaration to install, write and start those

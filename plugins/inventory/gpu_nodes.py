@@ -140,6 +140,7 @@ options:
     type: str
     default: bastion
   topology:
+    version_added: 0.4.0
     description:
       - Read where each bare-metal node sits in OCI's RDMA fabric (its HPC island, network block and
         local block, from the Compute Hosts API) into C(oci_hpc_island_id), C(oci_network_block_id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: artifact_lock
 short_description: Decide the sha256 of each file a role downloads, and keep it in the cluster's lock file
-version_added: 0.5.0
+version_added: 0.4.0
 description:
   - Runs on the controller only (an action plugin). For each item of O(artifacts), decides the sha256
     that every node must get, in this order - the lock file; the user's setting (RV(sources) C(setting));

@@ -77,6 +77,7 @@ instance_configurations:
   type: list
   elements: dict
 file_storage:
+  version_added: 0.4.0
   description:
     - The cluster's File Storage parts (M(ocigpu.cluster.file_storage)) in every availability domain of the region -
       file systems and mount targets (kind, id, display_name, availability_domain).

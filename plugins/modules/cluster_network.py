@@ -70,20 +70,20 @@ options:
       - A tighter constraint means nodes closer together in the RDMA fabric and more often too few free hosts.
     type: str
     choices: [SINGLE_TIER, SINGLE_BLOCK, PACKED_DISTRIBUTION_MULTI_BLOCK]
-    version_added: 0.3.0
+    version_added: 0.4.0
   hpc_island_id:
     description:
       - Place the nodes only in this HPC island (C(clusterConfiguration.hpcIslandId)), for example next to another
         cluster network's nodes (the gpu_nodes inventory's C(oci_hpc_island_id)). Fixed when it is made.
     type: str
-    version_added: 0.3.0
+    version_added: 0.4.0
   network_block_ids:
     description:
       - With O(hpc_island_id), only in these network blocks of it (C(clusterConfiguration.networkBlockIds)).
         Fixed when it is made.
     type: list
     elements: str
-    version_added: 0.3.0
+    version_added: 0.4.0
   wait_timeout:
     description:
       - Seconds to wait when O(wait=true). On timeout the task fails and reports the last lifecycle state and

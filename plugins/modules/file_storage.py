@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: file_storage
 short_description: Create or delete a cluster's shared file system on OCI File Storage
-version_added: 0.3.0
+version_added: 0.4.0
 description:
   - Creates or deletes the three parts of a shared file system on OCI File Storage (FSS), as Oracle's
     HPC stack makes one for C(/mnt/home) - the file system, a mount target in the cluster's private

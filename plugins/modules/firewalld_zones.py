@@ -86,6 +86,7 @@ options:
         type: list
         elements: str
       rich_rules:
+        version_added: 0.4.0
         description:
           - Rich rules of the zone (C(rule family="ipv4" source address="10.0.0.0/16" port port="6817"
             protocol="tcp" accept)), for a port open to some sources only.
@@ -107,6 +108,7 @@ options:
         type: bool
         default: false
   offline:
+    version_added: 0.4.0
     description:
       - When firewalld is not running, read and change its permanent configuration with
         C(firewall-offline-cmd) (which firewalld loads when it starts; the same options, without
@@ -167,6 +169,7 @@ default_zone:
   type: str
   sample: public
 running:
+  version_added: 0.4.0
   description: Whether firewalld was running; false only with O(offline=true), when only the permanent configuration was read and changed.
   returned: success
   type: bool

@@ -114,6 +114,7 @@ timezone:
   sample: UTC
   version_added: 0.4.0
 installed_packages:
+  version_added: 0.4.0
   description: Names of the installed packages, sorted; null when dpkg's status file and rpm are both missing.
   returned: when O(installed_packages=true)
   type: list

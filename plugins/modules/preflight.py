@@ -91,18 +91,18 @@ options:
     type: str
     choices: ['', SINGLE_TIER, SINGLE_BLOCK, PACKED_DISTRIBUTION_MULTI_BLOCK]
     default: ''
-    version_added: 0.3.0
+    version_added: 0.4.0
   gpu_hpc_island_id:
     description: Only this HPC island for the cluster network's nodes; empty for any. Refused with a single instance.
     type: str
     default: ''
-    version_added: 0.3.0
+    version_added: 0.4.0
   gpu_network_block_ids:
     description: With O(gpu_hpc_island_id), only these network blocks of it.
     type: list
     elements: str
     default: []
-    version_added: 0.3.0
+    version_added: 0.4.0
   gpu_boot_volume_gb:
     description: Boot volume of a GPU node in GB (50 to 32768). Defaults to the shape table's size (200 GB for GPU shapes).
     type: int
@@ -139,7 +139,7 @@ options:
     type: str
     default: ""
     choices: ["", fss]
-    version_added: 0.3.0
+    version_added: 0.4.0
 attributes:
   check_mode:
     details: The module only reads (its one POST, the capacity report, creates nothing) and runs the same in check mode.
@@ -235,6 +235,7 @@ checks:
           description: The compartment quota's value when one applies.
           type: float
     shared_home:
+      version_added: 0.4.0
       description: With O(shared_home=fss), per File Storage limit - C(limit), C(exists) (the cluster has the part), C(available), C(used).
       type: list
       elements: dict

@@ -77,8 +77,8 @@ node:
     addr: {description: Its NodeAddr., type: str}
     state: {description: "Its state, for example C(IDLE+DRAIN).", type: str}
     reason: {description: "Its drain reason without the C([user@time]) suffix, empty when none.", type: str}
-    gres: {description: "Its generic resources (C(Gres)), for example C(gpu:a100:8(S:0-1)); C((null)) or empty when none.", type: str}
-    partitions: {description: "Its partitions (C(Partitions)), comma-separated; empty when it is in none.", type: str}
+    gres: {version_added: 0.4.0, description: "Its generic resources (C(Gres)), for example C(gpu:a100:8(S:0-1)); C((null)) or empty when none.", type: str}
+    partitions: {version_added: 0.4.0, description: "Its partitions (C(Partitions)), comma-separated; empty when it is in none.", type: str}
     busy: {description: "Whether it runs jobs (C(ALLOCATED), C(MIXED) or C(COMPLETING)).", type: bool}
     drained: {description: Whether it is drained or draining., type: bool}
 action:

@@ -23,7 +23,7 @@ description:
     Ansible's default strategy whatever is set here.
 author:
   - ocigpu.cluster maintainers (@ocigpu)
-version_added: 0.2.0
+version_added: 0.4.0
 requirements:
   - mitogen (tested with 0.3.54)
 """
