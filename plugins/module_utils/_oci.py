@@ -18,6 +18,9 @@ One place owns the plumbing, so modules, the inventory plugin and the autoscaler
 - create() sends one opc-retry-token on every attempt of a create, so a create whose response
   was lost (a 500 or a dropped connection after the server acted) is answered with the same
   resource, never a second one.
+- service_error_message(exc): OCI's words for an error that ends a module; for a call refused for want
+  of a policy (403, 404 NotAuthorizedOrNotFound) also the statement most likely missing, by the
+  operation's resource family (docs/iam.md), and for a 401 what to check in the authentication.
 - CLOCK: sleep and monotonic time, replaced by tests with the simulator's clock.
 """
 
@@ -306,6 +309,69 @@ def to_dict(model):
     if model is None:
         return None
     return oci.util.to_dict(model)
+
+
+# What a refused call most likely lacks: the operator's policy statement for the resource family that
+# the call's operation names (docs/iam.md lists them per feature). First match wins, so the
+# compute-management nouns come before the instance's. Operations not listed get a general hint.
+_LAUNCH = ('manage instance-family', 'use virtual-network-family', 'use volume-family')
+_POLICY_BY_NOUN = (
+    (('cluster_network', 'instance_configuration', 'instance_pool'), ('manage compute-management-family',)),
+    (('file_system', 'mount_target', 'export'), ('manage file-family',)),
+    (('vcn', 'subnet', 'gateway', 'route_table', 'security_list', 'vnic', 'private_ip', 'service'),
+     ('manage virtual-network-family',)),
+    (('instance', 'image', 'shape'), ('manage instance-family',)),
+)
+_LAUNCHING = ('launch_instance', 'create_cluster_network', 'update_cluster_network')
+IAM_DOC = 'docs/iam.md of the collection'
+
+
+def _names(operation, noun):
+    """Whether the operation name (create_vcn, list_file_systems) holds the noun (vcn, file_system)."""
+    words, parts = operation.split('_'), noun.split('_')
+    for i in range(len(words) - len(parts) + 1):
+        window = words[i:i + len(parts)]
+        if window[:-1] == parts[:-1] and window[-1] in (parts[-1], parts[-1] + 's'):
+            return True
+    return False
+
+
+def missing_statements(operation):
+    """The policy statements (verb and resource type) an operation most likely needs, or ()."""
+    operation = operation or ''
+    for nouns, statements in _POLICY_BY_NOUN:
+        if any(_names(operation, noun) for noun in nouns):
+            if operation in _LAUNCHING:  # the instances it launches need the launch rights too
+                return tuple(dict.fromkeys(statements + _LAUNCH))
+            return statements
+    return ()
+
+
+def authorization_hint(exc):
+    """For a call OCI refused (401, 403, or 404 NotAuthorizedOrNotFound): what is likely missing, in a
+    sentence; None for any other error."""
+    status, code, operation = exc.status, exc.code, getattr(exc, 'operation_name', None) or ''
+    if status == 401:
+        return ('OCI did not authenticate the request: check the user, tenancy, fingerprint and key_file of the '
+                'OCI config profile (or the instance principal), and this machine\'s clock')
+    if not (status == 403 or (status == 404 and code == 'NotAuthorizedOrNotFound')):
+        return None
+    statements = missing_statements(operation)
+    if statements:
+        wanted = '; '.join('"Allow group <your group> to %s in compartment <the cluster\'s compartment>"' % s
+                           for s in statements)
+        missing = 'the statement%s most likely missing: %s' % ('' if len(statements) == 1 else 's', wanted)
+    else:
+        missing = 'a policy statement that allows %s (%s)' % (operation or 'this call', getattr(exc, 'target_service', None) or 'OCI')
+    return ('%s refused: either what it names does not exist (check the OCIDs and the region), or your group '
+            'lacks %s. %s lists every statement the collection needs' % (operation or 'the call', missing, IAM_DOC))
+
+
+def service_error_message(exc):
+    """One message for an OCI error that ends a module: OCI's own words, then what is likely missing."""
+    message = 'OCI API error: %s' % (exc.message,)
+    hint = authorization_hint(exc)
+    return '%s (%s %s). %s.' % (message, exc.status, exc.code, hint) if hint else message
 
 
 def service_error_details(exc):

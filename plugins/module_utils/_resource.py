@@ -232,7 +232,7 @@ class OCIModule(object):
         except WaitError as exc:
             self.fail(exc.message, **exc.details)
         except _oci.ServiceError as exc:
-            self.fail('OCI API error: %s' % (exc.message,), **_oci.service_error_details(exc))
+            self.fail(_oci.service_error_message(exc), **_oci.service_error_details(exc))
         if self._waiter is not None and self._waiter.last:
             result['last_wait'] = self._waiter.last
         if self.module._diff:
