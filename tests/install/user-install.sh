@@ -56,7 +56,7 @@ core=$(grep -E '^ansible-core==' tests/constraints.txt)
 export PIP_CACHE_DIR=$OCIGPU_CACHE/pip-user-install PIP_DISABLE_PIP_VERSION_CHECK=1
 "$work/venv/bin/pip" install -q "$core" -r "$work/unpacked/requirements.txt" -c tests/constraints.txt 2> "$work/pip.log" || { cat "$work/pip.log"; die "pip could not install $core and requirements.txt"; }
 version=$("$work/venv/bin/ansible" --version)
-echo "   ${version%%$'\n'*}; $("$work/venv/bin/pip" list 2>/dev/null | grep -ciE '^(oci|netaddr|jmespath) ') of oci, netaddr, jmespath ($(( $(date +%s) - start ))s)"
+echo "   ${version%%$'\n'*}; $("$work/venv/bin/pip" list 2>/dev/null | grep -ciE '^(oci|netaddr) ') of oci, netaddr ($(( $(date +%s) - start ))s)"
 
 step "3. ansible-galaxy collection install into an empty collections path"
 mkdir -p "$work/run" "$work/home"
