@@ -33,6 +33,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = self._task.args
+        lock_file = None
         try:
             lock_file = default_lock_file(args.get('lock_file'), task_vars or {}, self._templar)
             # Relative to where ansible-playbook runs, as the cluster's vars file is.
@@ -44,6 +45,9 @@ class ActionModule(ActionBase):
                 lock_file, artifacts, strict=strict, write=not self._play_context.check_mode)
         except (_artifacts.ArtifactError, TypeError, ValueError) as exc:
             result.update(failed=True, msg=str(exc))
+            return result
+        except OSError as exc:  # what _artifacts does not put in words itself (the run's lock in the temporary folder)
+            result.update(failed=True, msg='artifact_lock: %s: %s' % (exc.filename or lock_file, exc.strerror or exc))
             return result
         result.update(changed=bool(added), sums=sums, sources=sources, locked=added, lock_file=lock_file)
         if warnings:

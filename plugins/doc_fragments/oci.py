@@ -123,7 +123,9 @@ options:
     type: str
     required: true
   compartment_id:
-    description: OCID of the compartment that holds the resource.
+    description:
+      - OCID of the compartment that holds the resource - a compartment's (C(ocid1.compartment...)) or the tenancy's,
+        its root compartment (C(ocid1.tenancy...)). Any other OCID, or a name, is refused before any call to OCI.
     type: str
     required: true
   freeform_tags:
@@ -157,7 +159,9 @@ options:
         description: Memory in GB.
         type: float
   image_id:
-    description: Image OCID. One of O(image_id), O(image_name) or O(image_os) is required with O(state=present).
+    description:
+      - Image OCID (C(ocid1.image...); any other is refused before any call to OCI). One of O(image_id), O(image_name)
+        or O(image_os) is required with O(state=present).
     type: str
   image_name:
     description:
@@ -175,7 +179,7 @@ options:
     description:
       - Subnet of the primary VNIC. Required with O(state=present).
       - The OCID of a subnet (C(ocid1.subnet...)) that exists and, if it is AD-specific, lies in
-        O(availability_domain); checked before anything is created.
+        O(availability_domain); checked before anything is created (the OCID's form, a VCN's for example, before any call).
     type: str
   assign_public_ip:
     description:
@@ -201,12 +205,16 @@ options:
     description:
       - Availability domain. Defaults to the first one of the compartment.
       - Must be one of the region's (ListAvailabilityDomains); one of another region is refused before anything
-        is created.
+        is created, and before any call when its name holds another region's identifier (C(Abcd:EU-FRANKFURT-1-AD-1)
+        with region C(ap-tokyo-1)). The names in the oldest regions (C(Abcd:PHX-AD-1), C(Abcd:US-ASHBURN-AD-1)) hold
+        none, so their region is known only from the list.
     type: str
   fault_domain:
     description: Fault domain - C(FAULT-DOMAIN-1), C(FAULT-DOMAIN-2) or C(FAULT-DOMAIN-3).
     type: str
   compute_cluster_id:
-    description: Compute cluster to join (see M(ocigpu.cluster.compute_cluster)).
+    description:
+      - Compute cluster to join (see M(ocigpu.cluster.compute_cluster)), its OCID (C(ocid1.computecluster...); any
+        other is refused before any call to OCI).
     type: str
 """

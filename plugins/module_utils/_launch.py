@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import posixpath
 import re
 import struct
 
@@ -68,17 +69,156 @@ def check_ssh_key(option, key):
     return ' '.join(parts)
 
 
-# Checks shared by these modules, cluster_network and the preflight (_preflight.py): each returns the text
-# of the problem (after "<option>: ") or None, so the modules raise it and the preflight lists it.
+# Checks shared by every OCI module of the collection (run before their first API call, see
+# OCIModule.run in _resource.py) and the preflight (_preflight.py): each returns the text of the
+# problem (after "<option>: ") or None, so the modules raise it and the preflight lists it.
+
+# ocid1.<resource type>.<realm>.<region, empty for a tenancy-wide resource>[.<future use>].<unique id>
+# (OCI's "Resource Identifiers" page); realms are oc1, oc2, ... Only the parts a check relies on are strict.
+OCID = re.compile(r'^ocid1\.(?P<type>[a-z0-9]+)\.(?P<realm>oc[0-9]+)\.(?P<region>[a-z0-9-]*)(\.[a-z0-9-]*)?\.[A-Za-z0-9_-]+$')
+
+# The OCID options of the collection's modules and the resource types each takes (a compartment may be
+# the tenancy itself, its root compartment). A module option named *_id or *_ids must be listed here
+# (tests/unit/plugins/modules/test_ocid_options.py holds every module to it).
+OCID_OPTIONS = {
+    'compartment_id': ('compartment', 'tenancy'),
+    'subnet_id': ('subnet',),
+    'image_id': ('image',),
+    'compute_cluster_id': ('computecluster',),
+    'instance_configuration_id': ('instanceconfiguration',),
+    'hpc_island_id': ('computehpcisland',),
+    'network_block_ids': ('computenetworkblock',),
+    'gpu_hpc_island_id': ('computehpcisland',),
+    'gpu_network_block_ids': ('computenetworkblock',),
+}
+
+# How a message names a resource type that OCID_OPTIONS lists (the others go by their OCID's word).
+OCID_WORDS = {'computecluster': 'compute cluster', 'instanceconfiguration': 'instance configuration',
+              'computehpcisland': 'HPC island', 'computenetworkblock': 'network block'}
+
 
 def ocid_problem(value, kind):
-    """An OCID names its resource type (ocid1.subnet..., ocid1.vcn...): a value of another type never works."""
-    if value is None or value.startswith('ocid1.%s.' % kind):
+    """The value is an OCID of the resource type kind (or of one of the types of a tuple): an OCID names
+    its type (ocid1.subnet..., ocid1.vcn...), and a value of another type never works."""
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+    if value is None:
         return None
-    found = value.split('.')[1] if value.startswith('ocid1.') and value.count('.') >= 2 else None
+    text = str(value)
+    match = OCID.match(text)
+    if match and match.group('type') in kinds:
+        return None
+    wanted = ' or '.join(_a(OCID_WORDS.get(k, k)) + "'s" for k in kinds)
+    example = 'ocid1.%s.<realm>.<region>.<unique id>' % kinds[0]
+    found = text.split('.')[1] if text.startswith('ocid1.') and text.count('.') >= 2 else None
+    if found and found not in kinds:
+        return '%s is the OCID of a %s, not of a %s: give %s OCID (ocid1.%s...)' % (text, found, kinds[0], wanted, kinds[0])
     if found:
-        return '%s is the OCID of a %s, not of a %s' % (value, found, kind)
-    return '%r is not an OCID (expected ocid1.%s.<realm>.<region>.<id>)' % (value, kind)
+        return '%r is not a whole OCID (expected %s)' % (text, example)
+    return '%r is not an OCID: give %s OCID (%s)' % (text, wanted, example)
+
+
+def _a(word):
+    return ('an ' if word[:1] in 'aeiou' or word.startswith('HPC') else 'a ') + word
+
+
+def ocid_option_problems(params, options=None):
+    """[(option, text)] for the OCID options in params (every one of OCID_OPTIONS, or those named),
+    a list option's items named option[i]."""
+    problems = []
+    for option in options if options is not None else sorted(OCID_OPTIONS):
+        value = params.get(option)
+        if value is None or option not in OCID_OPTIONS:
+            continue
+        items = [('%s[%d]' % (option, i), v) for i, v in enumerate(value)] if isinstance(value, list) else [(option, value)]
+        for name, item in items:
+            problem = ocid_problem(item, OCID_OPTIONS[option])
+            if problem:
+                problems.append((name, problem))
+    return problems
+
+
+def _region_id(region):
+    """A region's identifier (ap-tokyo-1) for a region given as one or as its key (nrt); None if neither."""
+    region = (region or '').strip().lower()
+    try:
+        import oci.regions  # pylint: disable=import-outside-toplevel
+        region = oci.regions.REGIONS_SHORT_NAMES.get(region, region)
+    except ImportError:
+        pass
+    return region if REGION_ID.match(region) else None
+
+
+# An availability domain's name is <tenancy-specific prefix>:<region part>-AD-<n>. The region part is the
+# region's identifier upper-cased in most regions (Abcd:AP-TOKYO-1-AD-1, Abcd:EU-FRANKFURT-1-AD-1), but
+# not in the oldest (Abcd:PHX-AD-1 in us-phoenix-1, Abcd:US-ASHBURN-AD-1 in us-ashburn-1): only a part that
+# is a whole region identifier says which region the name belongs to.
+AD_NAME = re.compile(r'^[^:\s]+:(?P<region>[A-Za-z0-9-]+?)-AD-(?P<number>[0-9]+)$')
+REGION_ID = re.compile(r'^[a-z]{2,}-[a-z]+-[0-9]+$')
+
+
+def ad_region_problem(name, region):
+    """An availability domain whose name says it is of another region than the configured one, or None.
+    Without a call: ListAvailabilityDomains (check_availability_domain) decides what the name cannot."""
+    match = AD_NAME.match(name or '')
+    configured = _region_id(region)
+    if not match or not configured:
+        return None
+    named = match.group('region').lower()
+    if not REGION_ID.match(named) or named == configured:
+        return None
+    return ("'%s' is not an availability domain of region %s: its name is of region %s. Use an availability "
+            "domain of %s (oci iam availability-domain list), or set region to %s" % (name, configured, named, configured, named))
+
+
+def export_path_problem(path):
+    """An export path as OCI File Storage takes it: '/' then elements, none empty, '.' or '..', no trailing
+    '/', at most 1024 bytes with elements of at most 255 bytes (OCI's "Paths in File Systems"); this
+    collection also keeps to the characters letters, digits and . _ ~ - in an element."""
+    text = path or ''
+    elements = text.split('/')[1:]
+    if not text.startswith('/') or not text.strip('/'):
+        why = "it must start with '/' and name at least one element"
+    elif '' in elements[:-1]:
+        why = "it has an empty element ('//')"
+    elif elements[-1] == '':
+        why = "it ends in '/'"
+    elif [e for e in elements if e in ('.', '..')]:
+        why = "OCI takes no element '.' or '..'"
+    elif len(text.encode('utf-8')) > 1024:
+        why = 'it is over 1024 bytes'
+    elif [e for e in elements if len(e.encode('utf-8')) > 255]:
+        why = 'an element is over 255 bytes'
+    elif [e for e in elements if not EXPORT_ELEMENT.match(e)]:
+        why = 'an element holds a character other than letters, digits and . _ ~ -'
+    else:
+        return None
+    normal = posixpath.normpath(text) if text.startswith('/') else None
+    if normal and normal != text and normal.strip('/') and export_path_problem(normal) is None:
+        return '%r is not an export path: %s; did you mean %s?' % (text, why, normal)
+    return '%r is not an export path: %s (for example /home)' % (text, why)
+
+
+EXPORT_ELEMENT = re.compile(r'^[A-Za-z0-9._~-]+$')
+
+
+def early_problems(params, region=None, options=None):
+    """[(option, text)] of what a module can tell of its input without any call: its OCIDs' forms and an
+    availability domain named for another region. region is the configured region, or a callable that
+    gives it (only called when an availability domain is given)."""
+    problems = ocid_option_problems(params, options)
+    given = params.get('availability_domain')
+    if given and (options is None or 'availability_domain' in options) and region is not None:
+        problem = ad_region_problem(given, region() if callable(region) else region)
+        if problem:
+            problems.append(('availability_domain', problem))
+    return problems
+
+
+def check_early(params, region=None, options=None):
+    """Raise InputError for the first of early_problems."""
+    problems = early_problems(params, region, options)
+    if problems:
+        raise InputError('%s: %s' % problems[0])
 
 
 def placement_problems(hpc_island_id, network_block_ids, island_option='hpc_island_id'):
@@ -214,8 +354,9 @@ class LaunchSpec(object):
                 raise InputError('%s: %s' % (option, problem))
         if not (params['image_id'] or params['image_name'] or params['image_os']):
             raise InputError('image_id: set image_id, image_name, or image_os (with image_os_version)')
-        if params['image_id'] and not params['image_id'].startswith('ocid1.image.'):
-            raise InputError('image_id: %r is not an image OCID' % params['image_id'])
+        problem = ocid_problem(params['image_id'], 'image')
+        if problem:
+            raise InputError('image_id: %s' % problem)
         self.keys = [check_ssh_key('ssh_authorized_keys[%d]' % i, k) for i, k in enumerate(params['ssh_authorized_keys'])]
         boot = params['boot_volume_size_gb']
         if boot is None and self.facts:

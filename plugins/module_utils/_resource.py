@@ -213,6 +213,16 @@ class OCIModule(object):
     def fail(self, msg, **details):
         self.module.fail_json(msg=msg, changed=self.changed, **details)
 
+    # The options that _launch.check_early checks before validate() and before any call: None is every one
+    # it knows (the OCID options of _launch.OCID_OPTIONS, availability_domain), a tuple only those.
+    EARLY_CHECKS = None
+
+    def check_early(self):
+        # _launch imports this file, so it is imported here.
+        from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch  # pylint: disable=import-outside-toplevel
+        _launch.check_early(self.params, lambda: self.params.get('region') or self.session.config.get('region'),
+                            self.EARLY_CHECKS)
+
     def validate(self):
         """Input checks; raise InputError. Runs before any API call that changes something."""
 
@@ -223,6 +233,7 @@ class OCIModule(object):
         try:
             if self.tagged:
                 check_cluster_name(self.params['cluster_name'])
+            self.check_early()
             self.validate()
             result = self.execute() or {}
         except InputError as exc:

@@ -23,7 +23,7 @@ options:
     type: str
     required: true
   compartment_id:
-    description: Compartment of the cluster.
+    description: Compartment of the cluster, its OCID (C(ocid1.compartment...) or the tenancy's); any other is refused before any call to OCI.
     type: str
     required: true
 author:

@@ -42,12 +42,18 @@ options:
   availability_domain:
     description:
       - Availability domain of the file system and its mount target, for example C(Uocm:AP-TOKYO-1-AD-1).
-        Required with O(state=present). Clients in other availability domains can mount it too, at a
-        higher latency.
+        Required. Clients in other availability domains can mount it too, at a higher latency.
+      - One whose name holds another region's identifier (C(Uocm:EU-FRANKFURT-1-AD-1) with region C(ap-tokyo-1))
+        is refused before any call to OCI. The names in the oldest regions (C(Uocm:PHX-AD-1), C(Uocm:US-ASHBURN-AD-1))
+        hold no region identifier, so with O(state=present) the module reads the region's availability domains
+        (ListAvailabilityDomains) and refuses one that is not among them before anything is made.
     type: str
   subnet_id:
     description:
       - OCID of the subnet of the mount target (the cluster's private subnet). Required with O(state=present).
+      - An OCID of another type (the VCN's, C(ocid1.vcn...), next to the subnet's in the console) is refused before
+        any call to OCI; a subnet that does not exist, or lies in another availability domain, is refused by a read
+        before the file system is made.
       - The subnet's security list must let the clients reach the mount target on TCP 111 and 2048-2050 and
         UDP 111 and 2048. The security lists of M(ocigpu.cluster.network) admit every protocol from inside the
         VCN, so clients in the cluster's VCN reach it as they are.
@@ -57,8 +63,10 @@ options:
     type: str
   export_path:
     description:
-      - The path clients mount, C(<mount target IP>:<export_path>). It starts with C(/) and has no empty or
-        trailing element.
+      - The path clients mount, C(<mount target IP>:<export_path>). OCI's rules, checked before any call - it starts
+        with C(/), has no empty element, no element C(.) or C(..) and no trailing C(/), is at most 1024 bytes long
+        and each element at most 255 bytes. This module also keeps to letters, digits and C(. _ ~ -) in an element
+        and to at least one element (not C(/) alone). C(/home/../root) is refused (with the path it means, C(/root)).
     type: str
     default: /home
   allowed_cidrs:
@@ -163,7 +171,6 @@ last_wait:
 """
 
 import ipaddress
-import re
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _resource
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
@@ -176,7 +183,6 @@ try:
 except ImportError:
     pass  # OCIModule reports the missing library
 
-EXPORT_PATH = re.compile(r'^/[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*$')
 TAGS = ('freeform_tags', 'defined_tags')
 
 
@@ -208,9 +214,9 @@ class FileStorage(OCIModule):
             raise InputError('export_options: give it or allowed_cidrs, not both')
         if not (p['allowed_cidrs'] or p['export_options']):
             raise InputError('allowed_cidrs: required with state=present (or export_options)')
-        if not EXPORT_PATH.match(p['export_path']) or len(p['export_path']) > 1024:
-            raise InputError("export_path: %r is not an export path (it starts with '/' and has no empty or trailing "
-                             "element, for example /home)" % p['export_path'])
+        problem = _launch.export_path_problem(p['export_path'])
+        if problem:
+            raise InputError('export_path: %s' % problem)
         _launch.check_hostname_label(p['hostname_label'])
         for cidr in p['allowed_cidrs'] or []:
             try:
@@ -266,6 +272,12 @@ class FileStorage(OCIModule):
 
     # the state machine -----------------------------------------------------------------------
     def execute(self):
+        p = self.params
+        if p['state'] == 'present':
+            # Reads that find what OCI would refuse only after the file system was made: an availability
+            # domain the region lacks, a subnet that does not exist or lies in another availability domain.
+            _launch.check_availability_domain(self.session, p['compartment_id'], p['availability_domain'])
+            _launch.check_subnet(self.session, p['subnet_id'], p['availability_domain'])
         fs, mt, export = self.find()
         if self.params['state'] == 'absent':
             return self.absent(fs, mt, export)

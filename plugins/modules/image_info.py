@@ -20,11 +20,11 @@ extends_documentation_fragment:
   - ocigpu.cluster.oci.ATTRIBUTES
 options:
   compartment_id:
-    description: Compartment to list images in.
+    description: Compartment to list images in, its OCID (C(ocid1.compartment...) or the tenancy's); any other is refused before any call to OCI.
     type: str
     required: true
   image_id:
-    description: Return this one image.
+    description: Return this one image, by its OCID (C(ocid1.image...)); any other is refused before any call to OCI.
     type: str
   display_name:
     description: Exact display name, for example C(Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0).

@@ -40,7 +40,7 @@ options:
     type: str
     required: true
   compartment_id:
-    description: OCID of the compartment the cluster goes into.
+    description: OCID of the compartment the cluster goes into (C(ocid1.compartment...) or the tenancy's); any other is refused before any call to OCI.
     type: str
     required: true
   availability_domain:
@@ -246,6 +246,9 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import OC
 
 
 class Preflight(OCIModule):
+    # Refused before any call: a compartment that is no compartment's OCID. The plan's other options,
+    # placement OCIDs included, are listed together by _preflight.Preflight.
+    EARLY_CHECKS = ('compartment_id',)
 
     def execute(self):
         result, warnings = _preflight.Preflight(self.session, self.params).run()

@@ -23,6 +23,7 @@ locked bytes, and only removing the entry moves them to other ones. Strict mode 
 from __future__ import annotations
 
 import datetime
+import errno
 import fcntl
 import hashlib
 import os
@@ -34,8 +35,10 @@ import yaml
 from ansible.module_utils.urls import open_url
 
 SHA256 = re.compile(r'^[0-9a-f]{64}$')
-HEADER = """\
-# ocigpu.cluster lock file: the sha256 of every file the cluster's roles download, fixed when it was
+# The first line of every lock file this collection writes: what tells its own lock files from any other
+# file (a file without it is taken only if it holds the artifacts mapping and nothing else).
+MARKER = '# ocigpu.cluster lock file'
+HEADER = MARKER + """: the sha256 of every file the cluster's roles download, fixed when it was
 # first resolved (docs/artifacts.md). Commit it beside the cluster's vars: every later node, pushed,
 # pulled, autoscaled or replaced, gets exactly these bytes or stops before installing anything.
 # To move the cluster to other bytes for a file, remove its entry; a new version gets an entry of its own.
@@ -86,14 +89,33 @@ def normalize(artifacts):
 
 
 def read_lock(path):
-    """The lock's entries ({name: {sha256, source, url, locked}}); {} when the file is absent."""
+    """The lock's entries ({name: {sha256, source, url, locked}}); {} when the file is absent or empty.
+
+    A file that is there and is not a lock file of this collection (cluster.yml, a README) is refused:
+    the lock is written over it, so taking it would lose what it holds."""
     try:
         with open(path) as handle:
-            data = yaml.safe_load(handle) or {}
+            text = handle.read()
     except FileNotFoundError:
         return {}
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArtifactError('cannot read the lock file %s: %s' % (path, getattr(exc, 'strerror', None) or exc))
+    if not text.strip():
+        return {}  # nothing in it to lose (a file made with touch)
+    marked = text.startswith(MARKER)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        if not marked:
+            raise ArtifactError(not_ours(path, 'it is not YAML'))
         raise ArtifactError('cannot read the lock file %s: %s' % (path, exc))
+    if not marked and not (isinstance(data, dict) and set(data) == {'artifacts'}):
+        if isinstance(data, dict):
+            keys = sorted(str(k) for k in data)
+            why = 'it holds other keys than artifacts: %s%s' % (', '.join(keys[:5]), ', ...' if len(keys) > 5 else '')
+        else:
+            why = 'it is not a YAML mapping'
+        raise ArtifactError(not_ours(path, why))
     entries = data.get('artifacts') if isinstance(data, dict) else None
     if entries is None:
         entries = {}
@@ -103,6 +125,12 @@ def read_lock(path):
         if not isinstance(entry, dict) or not SHA256.match(str(entry.get('sha256', ''))):
             raise ArtifactError('the lock file %s: entry %s has no valid sha256' % (path, name))
     return entries
+
+
+def not_ours(path, why):
+    return ('refusing to write the lock file over %s: it is not a lock file written by ocigpu.cluster (its first line '
+            'is not "%s", and %s), and writing would replace what it holds. Give the lock file a path of its own '
+            '(lock_file, or the variable ocigpu_lock_file; by default <cluster>.lock.yml)' % (path, MARKER, why))
 
 
 def parse_sums(text, filename):
@@ -207,16 +235,32 @@ def dump(entries):
 
 def _write(path, entries):
     folder = os.path.dirname(path)
-    handle, temp = tempfile.mkstemp(dir=folder, prefix='.ocigpu-lock-')
+    try:
+        handle, temp = tempfile.mkstemp(dir=folder, prefix='.ocigpu-lock-')
+    except OSError as exc:
+        raise ArtifactError(_write_error(path, exc))
     try:
         with os.fdopen(handle, 'w') as out:
             out.write(dump(entries))
         os.chmod(temp, os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644)
         os.rename(temp, path)
+    except OSError as exc:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise ArtifactError(_write_error(path, exc))
     except Exception:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+
+
+def _write_error(path, exc):
+    folder = os.path.dirname(path)
+    if exc.errno == errno.ENOENT and not os.path.isdir(folder):
+        return 'cannot write the lock file %s: folder %s does not exist' % (path, folder)
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return 'cannot write the lock file %s: folder %s is not writable by this user (%s)' % (path, folder, exc.strerror)
+    return 'cannot write the lock file %s: %s' % (path, exc.strerror or exc)
 
 
 def lock_artifacts(path, artifacts, strict=False, write=True, fetch=fetch_sum, download=download_sum):
@@ -227,8 +271,13 @@ def lock_artifacts(path, artifacts, strict=False, write=True, fetch=fetch_sum, d
     """
     path = os.path.abspath(path)
     folder = os.path.dirname(path)
+    # Said before anything is downloaded or fetched.
     if not os.path.isdir(folder):
-        raise ArtifactError("the lock file's folder %s does not exist" % folder)
+        raise ArtifactError('cannot write the lock file %s: folder %s does not exist' % (path, folder))
+    if os.path.isdir(path):
+        raise ArtifactError('cannot write the lock file %s: it is a folder' % path)
+    if write and not os.access(folder, os.W_OK | os.X_OK):
+        raise ArtifactError('cannot write the lock file %s: folder %s is not writable by this user' % (path, folder))
     with open(_flock_path(path), 'a') as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
         entries = read_lock(path)

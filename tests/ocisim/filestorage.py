@@ -238,8 +238,12 @@ def create_export(ctx):
         raise invalid("The file system {0} is in {1}, the export set in {2}.".format(
             fs["id"], fs["availabilityDomain"], export_set["availabilityDomain"]))
     path = body["path"]
-    if not EXPORT_PATH.match(path) or len(path) > 1024:
-        raise invalid("Invalid export path '{0}': it starts with '/', has no empty or trailing element.".format(path))
+    elements = path.split("/")[1:]
+    if not EXPORT_PATH.match(path) or len(path.encode()) > 1024 or any(e in (".", "..") or len(e.encode()) > 255 for e in elements):
+        # OCI's rules ("Paths in File Systems"): '/' then elements, none empty, '.' or '..', no trailing
+        # '/', at most 1024 bytes, elements of at most 255 bytes.
+        raise invalid("Invalid export path '{0}': it starts with '/', has no empty or trailing element, no element "
+                      "'.' or '..', at most 1024 bytes and elements of at most 255 bytes.".format(path))
     for other in store.exports.values():
         if other["exportSetId"] == export_set["id"] and _alive(other) and other["path"] == path:
             raise conflict("The path {0} is already exported in export set {1}.".format(path, export_set["id"]))
