@@ -127,7 +127,13 @@ def ocid_option_problems(params, options=None):
     problems = []
     for option in options if options is not None else sorted(OCID_OPTIONS):
         value = params.get(option)
-        if value is None or option not in OCID_OPTIONS:
+        if option not in OCID_OPTIONS or value is None:
+            continue
+        if value in ('', []):
+            # An optional option left empty is not given (a playbook's "{{ x | default('') }}"); the
+            # compartment is never optional.
+            if option == 'compartment_id':
+                problems.append((option, "empty; give a compartment's or a tenancy's OCID"))
             continue
         items = [('%s[%d]' % (option, i), v) for i, v in enumerate(value)] if isinstance(value, list) else [(option, value)]
         for name, item in items:

@@ -32,7 +32,11 @@ options:
   lock_file:
     description:
       - The lock file on the controller (YAML), relative to where C(ansible-playbook) runs. Created
-        when absent; its folder must exist.
+        when absent; its folder must exist and be writable (both checked before anything is downloaded).
+      - The module never writes over a file it did not write. Its lock files start with the line
+        C(# ocigpu.cluster lock file); a file at that path without it is taken only when it holds the
+        C(artifacts) mapping and nothing else, or nothing at all. Any other file (C(cluster.yml), a README)
+        is refused with its path and left as it is.
       - Default - the variable C(ocigpu_lock_file), else C(<cluster>.lock.yml), the cluster named by the
         gpu_nodes inventory (C(ocigpu_cluster)) or by C(cluster_name).
     type: path

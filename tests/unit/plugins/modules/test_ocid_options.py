@@ -156,3 +156,30 @@ def test_every_ocid_option_has_a_row_and_a_kind():
                        if option.rsplit('.', 1)[-1].endswith(('_id', '_ids')))
     assert ocid_options - rows == set()
     assert set(o.split('.', 1)[1] for o in ocid_options) <= set(_launch.OCID_OPTIONS)
+
+
+def test_an_optional_ocid_left_empty_is_not_given_but_the_compartment_is_never_empty():
+    assert _launch.ocid_option_problems(dict(hpc_island_id='', network_block_ids=[], compute_cluster_id=None)) == []
+    assert _launch.ocid_option_problems(dict(compartment_id='')) == [
+        ('compartment_id', "empty; give a compartment's or a tenancy's OCID")]
+    assert _launch.ocid_option_problems(dict(compartment_id='ocid1.tenancy.oc1..aaaaaaaatenancy')) == []
+
+
+@pytest.mark.parametrize('name, region, other', [
+    ('Abcd:EU-FRANKFURT-1-AD-1', 'ap-tokyo-1', 'eu-frankfurt-1'),
+    ('Abcd:EU-FRANKFURT-1-AD-1', 'nrt', 'eu-frankfurt-1'),        # the region given by its key
+    ('Abcd:AP-TOKYO-1-AD-1', 'eu-frankfurt-1', 'ap-tokyo-1'),
+    ('Abcd:AP-TOKYO-1-AD-1', 'ap-tokyo-1', None),
+    ('Abcd:AP-TOKYO-1-AD-1', 'nrt', None),
+    ('Abcd:PHX-AD-1', 'ap-tokyo-1', None),                        # no region identifier in the name: not judged
+    ('Abcd:US-ASHBURN-AD-1', 'ap-tokyo-1', None),
+    ('AP-TOKYO-1-AD-1', 'eu-frankfurt-1', None),                  # not a name of the known form: not judged
+    ('Abcd:EU-FRANKFURT-1-AD-1', None, None),                     # no region known: not judged
+])
+def test_an_availability_domain_is_judged_by_its_name_only_where_the_name_says_its_region(name, region, other):
+    problem = _launch.ad_region_problem(name, region)
+    if other is None:
+        assert problem is None
+    else:
+        assert problem.startswith("'%s' is not an availability domain of region " % name) and \
+            ('its name is of region %s' % other) in problem
