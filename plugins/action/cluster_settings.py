@@ -111,6 +111,9 @@ def check(extra_vars, settings, collection_vars, roles):
         if problem:
             problems.append(problem)
             own = []
+        elif isinstance(own, str) and not is_template(own):
+            # A list given as text (-e ocigpu_own_vars=a,b), as Ansible reads it.
+            own = [part.strip() for part in own.split(',')]
     for name in sorted(extra_vars, key=str):
         if not isinstance(name, str):
             problems.append('%s: a key must be a name' % shown(name))

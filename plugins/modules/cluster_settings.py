@@ -41,7 +41,7 @@ seealso:
 
 EXAMPLES = r"""
 - name: Check the cluster settings before anything changes
-  ocigpu.cluster.cluster_settings:
+  ocigpu.cluster.cluster_settings: {}
 """
 
 RETURN = r"""

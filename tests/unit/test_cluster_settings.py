@@ -87,6 +87,8 @@ def test_role_options_ansible_variables_and_own_variables_are_accepted():
                     ansible_ssh_common_args='-o ProxyJump=x') == []
     assert problems(my_home='/home/me', ocigpu_own_vars=['my_home']) == []
     assert problems(my_home='/home/me', ocigpu_own_vars='my_home') == []  # a string is a list of one
+    assert problems(my_home='/home/me', my_dir='x', ocigpu_own_vars='my_dir, my_home') == []
+    assert problems(my='/home/me', ocigpu_own_vars='my_home') == ['my: unknown key']  # a name, not a part of one
 
 
 def test_a_template_or_a_vaulted_value_is_left_to_its_use():
