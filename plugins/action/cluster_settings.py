@@ -32,6 +32,9 @@ MODULE_OPTIONS = {
 # The schema keys that the validator understands; the rest (description) is documentation.
 SPEC_KEYS = ('type', 'elements', 'choices', 'default')
 OWN_VARS = 'ocigpu_own_vars'
+# Ansible's own variables, and those AWX and Automation Controller add to every job's extra vars
+# (awx_job_id, tower_user_name...).
+PREFIXES = ('ansible_', 'awx_', 'tower_')
 
 
 def load_yaml(path):
@@ -122,7 +125,7 @@ def check(extra_vars, settings, collection_vars, roles):
                 problem = check_value(name, extra_vars[name], specs[name])
                 if problem:
                     problems.append(problem)
-        elif name in roles or name.startswith('ansible_') or (not is_template(own) and name in own):
+        elif name in roles or name.startswith(PREFIXES) or (not is_template(own) and name in own):
             continue
         else:
             problems.append('%s: unknown key%s' % (name, suggestion(name, known)))

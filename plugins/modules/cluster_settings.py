@@ -14,7 +14,8 @@ description:
     the cluster settings (C(-e @cluster.yml)). Reads the run's extra vars (every C(-e) option, files
     included) and checks them against the cluster settings' schema, C(playbooks/vars/cluster_schema.yml).
   - Refuses a key that is not a cluster setting, not an option of one of the collection's roles
-    (C(roles/*/meta/argument_specs.yml)), not named C(ansible_*) and not listed in the extra var
+    (C(roles/*/meta/argument_specs.yml)), not named C(ansible_*) (nor C(awx_*) or C(tower_*), which AWX and
+    Automation Controller add to a job's extra vars) and not listed in the extra var
     C(ocigpu_own_vars), naming the nearest known key (C(gpu_node_cont) - did you mean C(gpu_node_count)?).
     The modules' option names C(config_file), C(config_profile), C(auth_type), C(region) and
     C(service_endpoint) are refused with their cluster settings' names (C(oci_auth_type) and so on).

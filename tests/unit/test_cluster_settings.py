@@ -85,6 +85,8 @@ def test_role_options_ansible_variables_and_own_variables_are_accepted():
     assert problems(slurm_partition_name='gpu', firewall_mode='disabled', nccl_tests_multi_node_enabled='false',
                     cluster_user_name='alice', ansible_python_interpreter='/usr/bin/python3',
                     ansible_ssh_common_args='-o ProxyJump=x') == []
+    # What AWX and Automation Controller add to a job's extra vars.
+    assert problems(awx_job_id=12, awx_user_name='admin', tower_job_id=12, tower_job_launch_type='manual') == []
     assert problems(my_home='/home/me', ocigpu_own_vars=['my_home']) == []
     assert problems(my_home='/home/me', ocigpu_own_vars='my_home') == []  # a string is a list of one
     assert problems(my_home='/home/me', my_dir='x', ocigpu_own_vars='my_dir, my_home') == []
