@@ -38,7 +38,7 @@ SHIPPED = ['inventory/tenancy.gpu_nodes.yml', 'inventory/gpu_nodes.yml', 'roles/
            'playbooks/cluster_user.yml', 'playbooks/vars/cluster_defaults.yml', 'README.md']
 
 
-def _checkout(tmp_path, strip_operator_lines=False):
+def _checkout(tmp_path, strip_operator_lines=False, planted=None):
     tracked = subprocess.run(['git', 'ls-files', '-z'], cwd=str(ROOT), capture_output=True, check=True).stdout
     src = tmp_path / 'checkout'
     for name in tracked.decode().split('\0'):
@@ -46,7 +46,7 @@ def _checkout(tmp_path, strip_operator_lines=False):
         if name and path.is_file():  # a file deleted in the work tree is not copied
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(str(path), str(src / name))
-    for name in PLANTED:
+    for name in planted or PLANTED:
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text('operator file %s\n' % name)
     if strip_operator_lines:
@@ -56,8 +56,8 @@ def _checkout(tmp_path, strip_operator_lines=False):
     return src
 
 
-def _build(tmp_path, strip_operator_lines=False):
-    src = _checkout(tmp_path, strip_operator_lines)
+def _build(tmp_path, strip_operator_lines=False, planted=None):
+    src = _checkout(tmp_path, strip_operator_lines, planted)
     out = tmp_path / 'out'
     proc = subprocess.run([str(GALAXY), 'collection', 'build', '--output-path', str(out), str(src)],
                           cwd=str(tmp_path), capture_output=True, text=True, check=False,
@@ -89,3 +89,23 @@ def test_without_the_operator_lines_the_same_build_packs_them(tmp_path):
     for name in ('tokyo.mpi_ed25519', 'clusters/tokyo/tokyo.mpi_ed25519', 'oci_api_key.pem', 'tokyo.lock.yml',
                  'cluster.yml', 'node-vars.yml', 'nccl-reports/20261128T101500/report.md', 'ansible.log'):
         assert name in packed, name
+
+
+# The gpu_nodes inventory of a cluster named otherwise than cluster* (the plugin takes any name that ends in
+# gpu_nodes.yml or .yaml; docs/inventory.md shows tenancy.gpu_nodes.yml). build_ignore's patterns match the
+# whole relative path and cannot be anchored at the root, so a plain "*gpu_nodes.yml" would also leave out
+# the shipped inventory/*gpu_nodes.yml examples. galaxy.yml needs, in its operator block:
+#   - "[!i]*gpu_nodes.yml"
+#   - "[!i]*gpu_nodes.yaml"
+#   - "gpu_nodes.yml"
+#   - "gpu_nodes.yaml"
+# (a root name that starts with "i", such as infra.gpu_nodes.yml, still slips through).
+INVENTORIES = ['tokyo.gpu_nodes.yml', 'gpu_nodes.yaml', 'clusters/tokyo/tokyo.gpu_nodes.yaml']
+
+
+@pytest.mark.xfail(strict=True, reason="galaxy.yml's build_ignore lacks the gpu_nodes inventory lines (above)")
+@pytest.mark.skipif(not GALAXY.exists() or shutil.which('git') is None, reason='needs ansible-galaxy and git')
+def test_an_inventory_of_any_cluster_name_is_not_packed(tmp_path):
+    names = _build(tmp_path, planted=PLANTED + INVENTORIES)
+    assert [n for n in INVENTORIES if n in names] == []
+    assert [n for n in SHIPPED if n not in names] == []
