@@ -212,7 +212,7 @@ def _rendered(value):
 
 def test_the_quickstart_table_lists_exactly_the_settings_with_their_defaults():
     rows = _table_rows()
-    listed = [k for keys, _ in rows for k in keys]
+    listed = [k for keys, _cell in rows for k in keys]
     assert sorted(set(listed)) == sorted(listed), 'listed twice: %s' % sorted(k for k in listed if listed.count(k) > 1)
     assert sorted(listed) == sorted(SETTINGS), ('missing: %s; not settings: %s' % (
         sorted(set(SETTINGS) - set(listed)), sorted(set(listed) - set(SETTINGS))))
