@@ -134,10 +134,13 @@ def _module_specs():
     try:
         for info in pkgutil.iter_modules(modules_package.__path__):
             module = importlib.import_module('%s.%s' % (modules_package.__name__, info.name))
+            if not hasattr(module, 'main'):
+                continue  # documentation of an action plugin alone
             try:
                 module.main()
             except Captured as exc:
                 specs[info.name] = set(_names(exc.args[0]))
+            assert info.name in specs, '%s: main() made no AnsibleModule' % info.name
     finally:
         basic.AnsibleModule.__init__ = original
     return specs
