@@ -17,11 +17,14 @@ description:
     attachments once (not once per instance); private IPs are listed once per subnet; cluster
     networks, instance pools and compute clusters are listed once per compartment. The number of
     API calls grows with compartments, subnets and clusters, not with instances.
-  - Hosts are reached on their private IP (V(ansible_host)), through an SSH ProxyJump via their
+  - Hosts are reached on their private IP (V(ansible_host)), through an SSH jump via their
     cluster's bastion, so C(ansible all -m ping) works from a laptop.
+  - SSH checks the host keys of the bastion and of every node of a cluster against the cluster's own
+    known_hosts file (O(known_hosts_file)). A new host's key is accepted once
+    (C(StrictHostKeyChecking=accept-new)), a changed one is refused. C(teardown.yml) removes the file.
   - A cluster is its tag in its compartment. When one tag is found in several compartments, each is a
     cluster of its own, with its own group (C(cluster_<name>_<8 hex digits of the compartment OCID's
-    SHA-256>)), bastion, ProxyJump and controller, and a warning names them.
+    SHA-256>)), bastion, jump and controller, and a warning names them. They share one known_hosts file.
   - An inventory that finds no host warns, naming the compartments searched and the cluster tags seen there.
   - A throttled answer (HTTP 429) pauses every call of the run and uses up no attempt of O(api_retries);
     the call is tried again until O(api_retry_max_seconds) have passed.
@@ -77,7 +80,7 @@ options:
     description:
       - Name of one cluster, the value of the freeform tag C(ocigpu-cluster) on its resources.
       - When unset, every cluster is included, and GPU instances without the tag too (they join no
-        C(cluster_*) group and get no ProxyJump).
+        C(cluster_*) group and get no jump and no SSH settings).
     type: str
   shapes:
     description:
@@ -128,11 +131,34 @@ options:
     default: opc
   proxy_jump:
     description:
-      - Set C(ansible_ssh_common_args) on every node to jump through its cluster's bastion
-        (C(-o ProxyJump=<user>@<bastion public IP>)). The bastion itself is reached on its public IP.
-      - A node whose cluster has no bastion with a public IP gets no ProxyJump.
+      - Make every node's SSH connection jump through its cluster's bastion, reached on its public IP
+        (in C(ansible_ssh_common_args), C(-o ProxyCommand="ssh ... -W %h:%p <user>@<bastion public IP>")).
+      - The jump is a C(ProxyCommand), not a C(ProxyJump), so that it checks the bastion's host key
+        against O(known_hosts_file) too (ssh passes no C(-o) option to a C(ProxyJump) hop).
+      - The jump logs in with O(private_key_file) when it is set, else with ssh's own identities
+        (ssh-agent, C(~/.ssh/config), C(~/.ssh/id_*)); C(--private-key) reaches the node, not the jump.
+      - A node whose cluster has no bastion with a public IP gets no jump.
     type: bool
     default: true
+  known_hosts_file:
+    description:
+      - The known_hosts file of the hosts' SSH host keys, used for the bastion, every node and the jump
+        (C(-o UserKnownHostsFile=<file> -o StrictHostKeyChecking=accept-new) in C(ansible_ssh_common_args),
+        and C(ocigpu_known_hosts_file)).
+      - Defaults to C(~/.ocigpu/<cluster>/known_hosts), the folder of the cluster's MPI keys, as
+        C(provision.yml) sets it (cluster var C(ssh_known_hosts_file)); a cluster name that is not
+        plain letters, digits, C(.), C(_) and C(-) is replaced by C(cluster-<8 hex digits of its SHA-256>).
+        The folder is made (mode 0700) when missing, so that ssh can record the keys.
+      - A path given here is used for every cluster the inventory finds.
+    type: path
+    version_added: 0.4.0
+  private_key_file:
+    description:
+      - The private key for the bastion, the nodes and the jump through the bastion
+        (C(ansible_ssh_private_key_file) and C(-i) in the jump's command).
+      - Unset, the hosts get no C(ansible_ssh_private_key_file) and the jump uses ssh's own identities.
+    type: path
+    version_added: 0.4.0
   slurm_controller:
     description:
       - Which host of each cluster joins the group C(slurm_controller). V(bastion) means the cluster's
@@ -207,7 +233,9 @@ compose:
 """
 
 import hashlib
+import os
 import re
+import shlex
 import threading
 import time
 
@@ -273,6 +301,38 @@ def named_group(prefix, value):
 
 def _digest(text):
     return hashlib.sha256(str(text).encode('utf-8')).hexdigest()
+
+
+# A cluster name that can be a folder name as it is.
+_PATH_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
+
+
+def known_hosts_path(cluster, configured=None):
+    """The known_hosts file of a cluster's hosts: the one configured, else ~/.ocigpu/<cluster>/known_hosts.
+
+    The cluster name comes from a tag: one that is not a plain folder name (a '/', '..', a space) is
+    replaced by its digest, so that a tag never names a path elsewhere."""
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    name = str(cluster)
+    if not _PATH_NAME.match(name) or name.strip('.') == '':
+        name = 'cluster-%s' % _digest(name)[:8]
+    return os.path.join(os.path.expanduser('~'), '.ocigpu', name, 'known_hosts')
+
+
+def ssh_common_args(known_hosts, jump=None, private_key_file=None):
+    """ansible_ssh_common_args of a cluster's host: its host key checked against the cluster's
+    known_hosts file (a new host accepted once, a changed key refused) and, for a node, the jump
+    through the bastion (`user@address`) as a ProxyCommand with the same checks and key.
+
+    playbooks/provision.yml builds the same string with Jinja (tests/unit check that they agree)."""
+    checks = ['-o', 'UserKnownHostsFile="%s"' % known_hosts, '-o', 'StrictHostKeyChecking=accept-new']
+    args = list(checks)
+    if jump:
+        key = ['-i', private_key_file, '-o', 'IdentitiesOnly=yes'] if private_key_file else []
+        command = ['ssh'] + checks + key + ['-W', '%h:%p', jump]
+        args += ['-o', 'ProxyCommand=' + ' '.join(shlex.quote(part) for part in command)]
+    return ' '.join(shlex.quote(part) for part in args)
 
 
 def _cluster_key(host):
@@ -625,7 +685,30 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         slurm_name = (host['freeform_tags'] or {}).get(SLURM_NAME_TAG)
         if host['role'] == _inventory.ROLE_GPU and slurm_name:
             hv['ocigpu_slurm_name'] = slurm_name
-        if (self.get_option('proxy_jump') and not public and bastion is not None and bastion['public_ip']):
-            hv['ansible_ssh_common_args'] = '-o ProxyJump=%s@%s' % (self._user(bastion), bastion['public_ip'])
-            hv['ocigpu_bastion'] = bastion['public_ip']
+        if host['cluster']:
+            known_hosts = self._known_hosts(host['cluster'])
+            key = self.get_option('private_key_file')
+            jump = None
+            if (self.get_option('proxy_jump') and not public and bastion is not None and bastion['public_ip']):
+                jump = '%s@%s' % (self._user(bastion), bastion['public_ip'])
+                hv['ocigpu_bastion'] = bastion['public_ip']
+            hv['ansible_ssh_common_args'] = ssh_common_args(known_hosts, jump, key)
+            hv['ocigpu_known_hosts_file'] = known_hosts
+            if key:
+                hv['ansible_ssh_private_key_file'] = key
         return make_unsafe(hv)
+
+    def _known_hosts(self, cluster):
+        """The cluster's known_hosts file, its folder made (0700) where missing: ssh records no key
+        in a folder that does not exist, and would then accept a new key on every run."""
+        path = known_hosts_path(cluster, self.get_option('known_hosts_file'))
+        made = self.__dict__.setdefault('_known_hosts_dirs', set())
+        folder = os.path.dirname(path)
+        if folder not in made:
+            made.add(folder)
+            try:
+                os.makedirs(folder, mode=0o700, exist_ok=True)
+            except OSError as e:
+                display.warning('ocigpu.cluster.gpu_nodes: cannot make %s (%s): ssh will not record the host keys of %s'
+                                % (folder, to_native(e), cluster))
+        return path

@@ -80,14 +80,19 @@ oci_config_file: $w/oci/config
 oci_service_endpoint: $DEMO_ENDPOINT
 YAML
   # The inventory exactly as a user writes it for a real cluster: hosts on their private IPs,
-  # reached through the bastion's public IP (ProxyJump set by the plugin).
+  # reached through the bastion's public IP (the jump set by the plugin), with the demo's key for both
+  # hops; the stand-ins' host keys are new on every run, so none is recorded (known_hosts /dev/null).
   cat > "$w/demo.gpu_nodes.yml" <<YAML
 plugin: ocigpu.cluster.gpu_nodes
 compartments: [$DEMO_COMPARTMENT]
 cluster: demo
 config_file: $w/oci/config
 service_endpoint: $DEMO_ENDPOINT
+private_key_file: $w/id_ed25519
+known_hosts_file: /dev/null
 YAML
+  # provision.yml records the bastion's key (a resize drains nodes there): a run starts as after a teardown.
+  rm -f "$HOME/.ocigpu/demo/known_hosts" "$HOME/.ocigpu/demo/known_hosts.old"
   # On OCI a node learns its subnet from the metadata service, and the firewall trusts that subnet.
   # The stand-ins cannot reach it, and one podman network carries both subnets (its prefix is the
   # VCN's /22), so each group is told its subnet, as group_vars beside the inventory.
@@ -97,7 +102,7 @@ YAML
   # The ports roles declare for the cluster open to the VCN alone, as configure.yml does with the
   # cluster vars (the demo's configure runs take the stand-ins' vars only).
   printf 'firewall_cluster_cidrs: [198.18.120.0/22]\n' > "$w/group_vars/all.yml"
-  # What a user has in ~/.ssh/config; -F also reaches the ProxyJump hop.
+  # What a user has in ~/.ssh/config (-F; the jump through the bastion is the inventory's ProxyCommand).
   cat > "$w/ssh_config" <<CFG
 Host *
   IdentityFile $w/id_ed25519

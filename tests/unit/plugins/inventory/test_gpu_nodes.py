@@ -6,6 +6,7 @@ apply) and parsed into a fresh InventoryData. Retry back-off sleeps on the simul
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -45,6 +46,8 @@ def inventory(ocisim, tmp_path, monkeypatch):
     from ansible.parsing.dataloader import DataLoader
 
     loader = _plugin_loader()
+    # The plugin makes each cluster's ~/.ocigpu/<cluster>/ for its known_hosts file.
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
     oci_mu = sys.modules.get(_MU + '_oci') or __import__(_MU + '_oci', fromlist=['CLOCK'])
     monkeypatch.setattr(oci_mu.CLOCK, 'sleep', ocisim.clock.sleep)
     monkeypatch.setattr(oci_mu.CLOCK, 'monotonic', ocisim.clock.now)
@@ -339,11 +342,76 @@ def test_ansible_user_follows_the_image(ocisim, inventory):
     by_id = result.by_id()
     assert {by_id[i]['ansible_user'] for i in cluster['nodes']} == {'ubuntu'}
     assert by_id[cluster['bastion']]['ansible_user'] == 'opc'
-    # the ProxyJump user is the bastion's
-    assert by_id[cluster['nodes'][0]]['ansible_ssh_common_args'].startswith('-o ProxyJump=opc@')
+    # the jump's user is the bastion's
+    assert re.search(r" -W %h:%p opc@[0-9.]+'$", by_id[cluster['nodes'][0]]['ansible_ssh_common_args'])
     result = inventory(ansible_user_by_os={'Canonical Ubuntu': 'admin'}, proxy_jump=False)
     assert result.by_id()[cluster['nodes'][0]]['ansible_user'] == 'admin'
-    assert 'ansible_ssh_common_args' not in result.by_id()[cluster['nodes'][0]]
+    # no jump, the host keys still checked
+    assert 'ProxyCommand' not in result.by_id()[cluster['nodes'][0]]['ansible_ssh_common_args']
+    assert 'StrictHostKeyChecking=accept-new' in result.by_id()[cluster['nodes'][0]]['ansible_ssh_common_args']
+
+
+def _ssh_argv(common_args):
+    """ansible_ssh_common_args as the ssh connection plugin splits them, and the jump's command as
+    the shell splits it: ({option: value} of the -o options, the jump's argv or None)."""
+    import shlex
+    argv = shlex.split(common_args)
+    assert argv[0::2] == ['-o'] * (len(argv) // 2), argv
+    options = dict(o.split('=', 1) for o in argv[1::2])
+    jump = options.get('ProxyCommand')
+    return options, (shlex.split(jump) if jump else None)
+
+
+def test_every_host_checks_host_keys_against_its_clusters_known_hosts(ocisim, inventory, tmp_path):
+    """The bastion, every node and the jump through the bastion check host keys against the
+    cluster's known_hosts file, beside its MPI keys: a new host is accepted once, a changed key
+    refused (no host_key_checking = False needed); the jump is a ProxyCommand, since ssh passes no -o
+    option to a ProxyJump hop. The folder is made, so that ssh can record the keys."""
+    comp = ocisim.add_compartment('k')['id']
+    cluster = _cluster(ocisim, 'keys', 2, comp, 0)
+    by_id = inventory().by_id()
+    known = str(tmp_path / 'home' / '.ocigpu' / 'keys' / 'known_hosts')
+    checks = {'UserKnownHostsFile': '"%s"' % known, 'StrictHostKeyChecking': 'accept-new'}
+    bastion = by_id[cluster['bastion']]
+    assert _ssh_argv(bastion['ansible_ssh_common_args']) == (checks, None)
+    assert bastion['ocigpu_known_hosts_file'] == known
+    for iid in cluster['nodes']:
+        options, jump = _ssh_argv(by_id[iid]['ansible_ssh_common_args'])
+        assert {k: options[k] for k in checks} == checks
+        assert jump == ['ssh', '-o', 'UserKnownHostsFile="%s"' % known, '-o', 'StrictHostKeyChecking=accept-new',
+                        '-W', '%h:%p', 'opc@' + bastion['ansible_host']]
+        assert by_id[iid]['ocigpu_known_hosts_file'] == known
+        assert 'ansible_ssh_private_key_file' not in by_id[iid]
+    assert (tmp_path / 'home' / '.ocigpu' / 'keys').is_dir()
+    assert (tmp_path / 'home' / '.ocigpu' / 'keys').stat().st_mode & 0o077 == 0
+
+
+def test_a_private_key_and_a_known_hosts_file_given_serve_both_hops(ocisim, inventory, tmp_path):
+    """private_key_file reaches the jump too (ssh's own identity otherwise); a known_hosts_file
+    given is used as it is, a path with a space included."""
+    comp = ocisim.add_compartment('p')['id']
+    cluster = _cluster(ocisim, 'pk', 1, comp, 0)
+    known = tmp_path / 'my keys' / 'known_hosts'
+    by_id = inventory(private_key_file='~/.ssh/oci key', known_hosts_file=str(known)).by_id()
+    key = str(tmp_path / 'home' / '.ssh' / 'oci key')
+    node = by_id[cluster['nodes'][0]]
+    options, jump = _ssh_argv(node['ansible_ssh_common_args'])
+    assert options['UserKnownHostsFile'] == '"%s"' % known
+    assert jump[jump.index('-i'):jump.index('-W')] == ['-i', key, '-o', 'IdentitiesOnly=yes']
+    assert node['ansible_ssh_private_key_file'] == key == by_id[cluster['bastion']]['ansible_ssh_private_key_file']
+    assert known.parent.is_dir()
+
+
+def test_a_cluster_tag_names_no_path_elsewhere():
+    """The cluster name comes from a tag: one that is not a plain folder name becomes its digest."""
+    import hashlib
+    import os
+    plugin = sys.modules[type(_plugin_loader().get(PLUGIN)).__module__]
+    home = os.path.expanduser('~')
+    assert plugin.known_hosts_path('train-01') == os.path.join(home, '.ocigpu', 'train-01', 'known_hosts')
+    for tag in ('../..', '..', 'a/b', 'a b', "x';touch /tmp/y;'", ''):
+        assert plugin.known_hosts_path(tag) == os.path.join(
+            home, '.ocigpu', 'cluster-' + hashlib.sha256(tag.encode()).hexdigest()[:8], 'known_hosts'), tag
 
 
 def test_constructable_options(ocisim, inventory, two_clusters):
@@ -581,7 +649,7 @@ def test_two_compartments_clusters_of_one_name_never_merge(ocisim, inventory):
         assert result.groups[group] == sorted(by_id[i]['name'] for i in members)
         bastion_ip = ocisim.state.vnics[by_id[cluster['bastion']]['oci_vnic_id']]['publicIp']
         for iid in cluster['nodes']:
-            assert by_id[iid]['ansible_ssh_common_args'] == '-o ProxyJump=opc@%s' % bastion_ip
+            assert by_id[iid]['ansible_ssh_common_args'].endswith(" -W %%h:%%p opc@%s'" % bastion_ip)
             assert by_id[iid]['ocigpu_bastion'] == bastion_ip
         assert group in ' '.join(inventory.warnings)
     assert sorted(result.groups['slurm_controller']) == sorted(by_id[c['bastion']]['name'] for c in (a, b, solo))
