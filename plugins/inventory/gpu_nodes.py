@@ -145,8 +145,8 @@ options:
       - The known_hosts file of the hosts' SSH host keys, used for the bastion, every node and the jump
         (C(-o UserKnownHostsFile=<file> -o StrictHostKeyChecking=accept-new) in C(ansible_ssh_common_args),
         and C(ocigpu_known_hosts_file)).
-      - Defaults to C(~/.ocigpu/<cluster>/known_hosts), the folder of the cluster's MPI keys, as
-        C(provision.yml) sets it (cluster var C(ssh_known_hosts_file)); a cluster name that is not
+      - Defaults to C(~/.ocigpu/<cluster>/known_hosts), in the folder of the cluster's MPI keys, the file
+        that C(provision.yml) gives its hosts and C(teardown.yml) removes; a cluster name that is not
         plain letters, digits, C(.), C(_) and C(-) is replaced by C(cluster-<8 hex digits of its SHA-256>).
         The folder is made (mode 0700) when missing, so that ssh can record the keys.
       - A path given here is used for every cluster the inventory finds.
