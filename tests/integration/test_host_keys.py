@@ -62,7 +62,7 @@ class Sshd:
             'ListenAddress %s:%d' % (self.address, self.port), 'HostKey %s' % host_key,
             'AuthorizedKeysFile %s' % (self.work / 'authorized_keys'), 'StrictModes no', 'UsePAM no', 'PidFile none',
             'PermitRootLogin prohibit-password', 'PasswordAuthentication no', 'KbdInteractiveAuthentication no',
-            'AllowTcpForwarding yes', '']))
+            'AllowTcpForwarding yes', 'Subsystem sftp internal-sftp', '']))
         inner = ('mount --bind "$1" /etc/passwd && mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd '
                  '&& exec "$2" -D -e -f "$3"')
         log = open(self.work / ('%s.log' % self.name), 'ab')  # pylint: disable=consider-using-with
