@@ -22,3 +22,6 @@ if [ "$(cat "$conf" 2>/dev/null)" != "$want" ]; then
   mkdir -p "$(dirname "$conf")"
   printf '%s\n' "$want" > "$conf"
 fi
+
+# An sshd for the host-key test, unpacked, not installed (tests/infra/sshd.sh says why).
+bash "$(dirname "$0")/sshd.sh"

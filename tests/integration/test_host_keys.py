@@ -27,12 +27,16 @@ import yaml
 from tests.integration._helpers import COLLECTION_PLAYBOOKS, ROOT, VENV_BIN, playbook_command
 from tests.unit import _collection_loader
 
-SSHD = os.environ.get('OCIGPU_TEST_SSHD') or '/usr/sbin/sshd'
+# tests/infra/sshd.sh (run by host.sh, so by make test) unpacks one into the cache.
+_CACHE = os.environ.get('OCIGPU_CACHE') or os.path.join(
+    os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'ocigpu-cluster')
+SSHD = os.environ.get('OCIGPU_TEST_SSHD') or next(
+    (p for p in ('/usr/sbin/sshd', os.path.join(_CACHE, 'sshd', 'sshd')) if os.path.exists(p)), '/usr/sbin/sshd')
 BASTION, NODE = '127.0.0.1', '127.0.0.2'
 
 needs_sshd = pytest.mark.skipif(
     not (os.path.exists(SSHD) and shutil.which('unshare') and shutil.which('ssh-keygen') and os.geteuid() == 0),
-    reason='needs root, unshare and an sshd (/usr/sbin/sshd or OCIGPU_TEST_SSHD)')
+    reason='needs root, unshare and an sshd (/usr/sbin/sshd, tests/infra/sshd.sh or OCIGPU_TEST_SSHD)')
 
 
 def _ssh_common_args(*args, **kwargs):
