@@ -22,6 +22,10 @@ description:
   - SSH checks the host keys of the bastion and of every node of a cluster against the cluster's own
     known_hosts file (O(known_hosts_file)). A new host's key is accepted once
     (C(StrictHostKeyChecking=accept-new)), a changed one is refused. C(teardown.yml) removes the file.
+  - Each key is recorded under the host's instance OCID, not its address (C(-o HostKeyAlias=<instance OCID>),
+    the bastion's OCID on the jump). OCI gives a released private IP to later instances, so an autoscaled
+    or replacement node on an old node's IP is a new host, accepted once; a key is refused only when the
+    same instance answers with another one.
   - A cluster is its tag in its compartment. When one tag is found in several compartments, each is a
     cluster of its own, with its own group (C(cluster_<name>_<8 hex digits of the compartment OCID's
     SHA-256>)), bastion, jump and controller, and a warning names them. They share one known_hosts file.
@@ -143,8 +147,9 @@ options:
   known_hosts_file:
     description:
       - The known_hosts file of the hosts' SSH host keys, used for the bastion, every node and the jump
-        (C(-o UserKnownHostsFile=<file> -o StrictHostKeyChecking=accept-new) in C(ansible_ssh_common_args),
-        and C(ocigpu_known_hosts_file)).
+        (C(-o UserKnownHostsFile=<file> -o StrictHostKeyChecking=accept-new -o HostKeyAlias=<instance OCID>)
+        in C(ansible_ssh_common_args), and C(ocigpu_known_hosts_file)).
+      - Its entries are named by instance OCID (C(ssh-keygen -F <instance OCID> -f <file>) shows one).
       - Defaults to C(~/.ocigpu/<cluster>/known_hosts), in the folder of the cluster's MPI keys, the file
         that C(provision.yml) gives its hosts and C(teardown.yml) removes; a cluster name that is not
         plain letters, digits, C(.), C(_) and C(-) is replaced by C(cluster-<8 hex digits of its SHA-256>).
@@ -320,17 +325,24 @@ def known_hosts_path(cluster, configured=None):
     return os.path.join(os.path.expanduser('~'), '.ocigpu', name, 'known_hosts')
 
 
-def ssh_common_args(known_hosts, jump=None, private_key_file=None):
+def _host_key_alias(instance_id):
+    """-o HostKeyAlias=<instance OCID>: the host's key recorded and checked under its instance, not its
+    address (OCI gives a released private IP to later instances). Nothing where the OCID is unknown."""
+    return ['-o', 'HostKeyAlias=%s' % instance_id] if instance_id else []
+
+
+def ssh_common_args(known_hosts, jump=None, private_key_file=None, instance_id=None, jump_instance_id=None):
     """ansible_ssh_common_args of a cluster's host: its host key checked against the cluster's
-    known_hosts file (a new host accepted once, a changed key refused) and, for a node, the jump
-    through the bastion (`user@address`) as a ProxyCommand with the same checks and key.
+    known_hosts file (a new host accepted once, a changed key refused), under its instance OCID
+    (HostKeyAlias) where known, and, for a node, the jump through the bastion (`user@address`,
+    the bastion's OCID jump_instance_id) as a ProxyCommand with the same checks and key.
 
     playbooks/provision.yml builds the same string with Jinja (tests/unit check that they agree)."""
     checks = ['-o', 'UserKnownHostsFile="%s"' % known_hosts, '-o', 'StrictHostKeyChecking=accept-new']
-    args = list(checks)
+    args = checks + _host_key_alias(instance_id)
     if jump:
         key = ['-i', private_key_file, '-o', 'IdentitiesOnly=yes'] if private_key_file else []
-        command = ['ssh'] + checks + key + ['-W', '%h:%p', jump]
+        command = ['ssh'] + checks + _host_key_alias(jump_instance_id) + key + ['-W', '%h:%p', jump]
         args += ['-o', 'ProxyCommand=' + ' '.join(shlex.quote(part) for part in command)]
     return ' '.join(shlex.quote(part) for part in args)
 
@@ -688,11 +700,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if host['cluster']:
             known_hosts = self._known_hosts(host['cluster'])
             key = self.get_option('private_key_file')
-            jump = None
+            jump = jump_id = None
             if (self.get_option('proxy_jump') and not public and bastion is not None and bastion['public_ip']):
                 jump = '%s@%s' % (self._user(bastion), bastion['public_ip'])
+                jump_id = bastion['id']
                 hv['ocigpu_bastion'] = bastion['public_ip']
-            hv['ansible_ssh_common_args'] = ssh_common_args(known_hosts, jump, key)
+            hv['ansible_ssh_common_args'] = ssh_common_args(known_hosts, jump, key, host['id'], jump_id)
             hv['ocigpu_known_hosts_file'] = known_hosts
             if key:
                 hv['ansible_ssh_private_key_file'] = key

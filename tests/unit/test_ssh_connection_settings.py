@@ -31,10 +31,14 @@ def _add_host_tasks():
     return tasks
 
 
+BASTION_ID, NODE_ID = 'ocid1.instance.oc1..bastion', 'ocid1.instance.oc1..node'
+
+
 def _render(task, variables, key):
     values = dict(cluster_name='c1', cluster_ssh_user='opc',
-                  _bastion={'instance': {'public_ip': '192.0.2.7', 'private_ip': '10.0.0.2'}},
-                  item={'display_name': 'c1-gpu-1', 'private_ip': '10.0.1.5', 'id': 'ocid1.instance.oc1..x'})
+                  _bastion={'instance': {'public_ip': '192.0.2.7', 'private_ip': '10.0.0.2', 'id': BASTION_ID}},
+                  _resize_bastion={'public_ip': '192.0.2.7', 'private_ip': '10.0.0.2', 'id': BASTION_ID},
+                  item={'display_name': 'c1-gpu-1', 'private_ip': '10.0.1.5', 'id': NODE_ID})
     values.update(variables)
     values.update(trust(task['vars']))
     return Templar(loader=DataLoader(), variables=values).template(trust(task['ansible.builtin.add_host'][key]))
@@ -51,16 +55,33 @@ def test_provision_sets_what_the_inventory_plugin_sets(monkeypatch, tmp_path, ke
     assert _render(nodes, variables, 'ocigpu_known_hosts_file') == known
     for bastion in tasks.values():  # the bastion, and the Slurm controller that drains nodes on a resize
         assert _render(bastion, variables, 'ocigpu_known_hosts_file') == known
-        assert _render(bastion, variables, 'ansible_ssh_common_args') == gpu_nodes.ssh_common_args(known)
+        bastion_args = _render(bastion, variables, 'ansible_ssh_common_args')
+        assert bastion_args == gpu_nodes.ssh_common_args(known, instance_id=BASTION_ID)
+        assert shlex.split(bastion_args)[4:] == ['-o', 'HostKeyAlias=' + BASTION_ID]
     node_args = _render(nodes, variables, 'ansible_ssh_common_args')
-    assert node_args == gpu_nodes.ssh_common_args(known, 'opc@192.0.2.7', str(tmp_path / '.ssh' / 'oci key') if key else None)
-    # what ssh gets: every hop checks host keys against the cluster's file, accepting new hosts once
+    assert node_args == gpu_nodes.ssh_common_args(known, 'opc@192.0.2.7', str(tmp_path / '.ssh' / 'oci key') if key else None,
+                                                  NODE_ID, BASTION_ID)
+    # what ssh gets: every hop checks host keys against the cluster's file, accepting new hosts once,
+    # each under its own instance OCID (a new instance on an old address is a new host)
     argv = shlex.split(node_args)
-    assert argv[:4] == ['-o', 'UserKnownHostsFile="%s"' % known, '-o', 'StrictHostKeyChecking=accept-new']
-    jump = shlex.split(argv[5].split('=', 1)[1])
-    assert jump[:5] == ['ssh', '-o', 'UserKnownHostsFile="%s"' % known, '-o', 'StrictHostKeyChecking=accept-new']
+    assert argv[:6] == ['-o', 'UserKnownHostsFile="%s"' % known, '-o', 'StrictHostKeyChecking=accept-new',
+                        '-o', 'HostKeyAlias=' + NODE_ID]
+    jump = shlex.split(argv[7].split('=', 1)[1])
+    assert jump[:7] == ['ssh', '-o', 'UserKnownHostsFile="%s"' % known, '-o', 'StrictHostKeyChecking=accept-new',
+                        '-o', 'HostKeyAlias=' + BASTION_ID]
     assert jump[-3:] == ['-W', '%h:%p', 'opc@192.0.2.7']
     assert ('-i' in jump) == bool(key)
+
+
+def test_a_host_without_an_instance_ocid_is_checked_under_its_address(monkeypatch, tmp_path):
+    """No OCID known (an instance record without one): no HostKeyAlias, the key recorded under the address."""
+    monkeypatch.setenv('HOME', str(tmp_path))
+    known = gpu_nodes.known_hosts_path('c1')
+    assert 'HostKeyAlias' not in gpu_nodes.ssh_common_args(known, 'opc@192.0.2.7')
+    nodes = _add_host_tasks()['Add the GPU nodes to the in-memory inventory (SSH through the bastion)']
+    bare = dict(_bastion={'instance': {'public_ip': '192.0.2.7', 'private_ip': '10.0.0.2'}},
+                item={'display_name': 'c1-gpu-1', 'private_ip': '10.0.1.5'})
+    assert _render(nodes, bare, 'ansible_ssh_common_args') == gpu_nodes.ssh_common_args(known, 'opc@192.0.2.7')
 
 
 CHANGED = """Failed to connect to the host via ssh: @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@

@@ -366,20 +366,23 @@ def test_every_host_checks_host_keys_against_its_clusters_known_hosts(ocisim, in
     """The bastion, every node and the jump through the bastion check host keys against the
     cluster's known_hosts file, beside its MPI keys: a new host is accepted once, a changed key
     refused (no host_key_checking = False needed); the jump is a ProxyCommand, since ssh passes no -o
-    option to a ProxyJump hop. The folder is made, so that ssh can record the keys."""
+    option to a ProxyJump hop. Each host's key is named by its instance OCID (HostKeyAlias), the
+    jump's by the bastion's: a new instance on a released IP is a new host. The folder is made, so
+    that ssh can record the keys."""
     comp = ocisim.add_compartment('k')['id']
     cluster = _cluster(ocisim, 'keys', 2, comp, 0)
     by_id = inventory().by_id()
     known = str(tmp_path / 'home' / '.ocigpu' / 'keys' / 'known_hosts')
     checks = {'UserKnownHostsFile': '"%s"' % known, 'StrictHostKeyChecking': 'accept-new'}
     bastion = by_id[cluster['bastion']]
-    assert _ssh_argv(bastion['ansible_ssh_common_args']) == (checks, None)
+    assert _ssh_argv(bastion['ansible_ssh_common_args']) == (dict(checks, HostKeyAlias=cluster['bastion']), None)
     assert bastion['ocigpu_known_hosts_file'] == known
     for iid in cluster['nodes']:
         options, jump = _ssh_argv(by_id[iid]['ansible_ssh_common_args'])
         assert {k: options[k] for k in checks} == checks
+        assert options['HostKeyAlias'] == iid
         assert jump == ['ssh', '-o', 'UserKnownHostsFile="%s"' % known, '-o', 'StrictHostKeyChecking=accept-new',
-                        '-W', '%h:%p', 'opc@' + bastion['ansible_host']]
+                        '-o', 'HostKeyAlias=' + cluster['bastion'], '-W', '%h:%p', 'opc@' + bastion['ansible_host']]
         assert by_id[iid]['ocigpu_known_hosts_file'] == known
         assert 'ansible_ssh_private_key_file' not in by_id[iid]
     assert (tmp_path / 'home' / '.ocigpu' / 'keys').is_dir()
