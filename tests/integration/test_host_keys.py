@@ -3,10 +3,13 @@
 (the bastion) and 127.0.0.2 (a GPU node, reached through the bastion), with no ansible.cfg (an
 installed collection, as in CI or AWX) and ssh in batch mode (no prompt can be answered):
 
-- a first run accepts the new hosts' keys once and records them in the cluster's known_hosts file;
-- after the node comes back with another host key (a cluster built again on the same private IP),
-  boot_wait.yml fails in seconds, not after boot_wait_timeout, naming the host, the file and the
-  command that removes the old key; after that command, the next run accepts the new key.
+- a first run accepts the new hosts' keys once and records them in the cluster's known_hosts file,
+  each under its instance OCID (HostKeyAlias), not its address;
+- a new instance (another OCID) on the node's address with another host key (a released private IP
+  given to an autoscaled or replacement node) is a new host: accepted, with no manual step;
+- the same instance (same OCID) answering with another host key makes boot_wait.yml fail in seconds,
+  not after boot_wait_timeout, naming the host, the file and the command that removes the old entry
+  (by OCID); after that command, the next run accepts the new key.
 
 Needs root (the sshd processes log in as root), unshare(1) and an OpenSSH sshd: /usr/sbin/sshd or
 the one OCIGPU_TEST_SSHD names. Each sshd runs in a mount namespace of its own, where /etc/passwd has
@@ -33,6 +36,9 @@ _CACHE = os.environ.get('OCIGPU_CACHE') or os.path.join(
 SSHD = os.environ.get('OCIGPU_TEST_SSHD') or next(
     (p for p in ('/usr/sbin/sshd', os.path.join(_CACHE, 'sshd', 'sshd')) if os.path.exists(p)), '/usr/sbin/sshd')
 BASTION, NODE = '127.0.0.1', '127.0.0.2'
+# The instance OCIDs the inventory gives the hosts (the gpu_nodes plugin's oci_instance_id).
+BASTION_ID, NODE_ID, NEW_NODE_ID = ('ocid1.instance.oc1.test.bastion', 'ocid1.instance.oc1.test.node1',
+                                    'ocid1.instance.oc1.test.node2')
 
 needs_sshd = pytest.mark.skipif(
     not (os.path.exists(SSHD) and shutil.which('unshare') and shutil.which('ssh-keygen') and os.geteuid() == 0),
@@ -108,17 +114,23 @@ def stand(tmp_path):
     key = str(tmp_path / 'client')
     common = dict(ansible_user='root', ansible_ssh_private_key_file=key, ansible_remote_tmp=str(tmp_path / 'remote'),
                   ansible_python_interpreter=sys.executable, ocigpu_known_hosts_file=str(known_hosts))
-    inventory = dict(all=dict(children=dict(
-        bastion=dict(hosts={'hk-bastion': dict(
-            common, ansible_host=BASTION, ansible_port=bastion.port,
-            ansible_ssh_common_args=_ssh_common_args(str(known_hosts)))}),
-        gpu_nodes=dict(hosts={'hk-gpu-1': dict(
-            common, ansible_host=NODE, ansible_port=node.port,
-            # ssh://user@host:port: the jump to a bastion on a port of its own
-            ansible_ssh_common_args=_ssh_common_args(str(known_hosts), 'ssh://root@%s:%d' % (BASTION, bastion.port), key))}))))
-    (tmp_path / 'hosts.yml').write_text(yaml.safe_dump(inventory))
+
+    def write_inventory(node_id):
+        """hosts.yml, the node being the instance node_id (the bastion always BASTION_ID)."""
+        inventory = dict(all=dict(children=dict(
+            bastion=dict(hosts={'hk-bastion': dict(
+                common, ansible_host=BASTION, ansible_port=bastion.port,
+                ansible_ssh_common_args=_ssh_common_args(str(known_hosts), instance_id=BASTION_ID))}),
+            gpu_nodes=dict(hosts={'hk-gpu-1': dict(
+                common, ansible_host=NODE, ansible_port=node.port,
+                # ssh://user@host:port: the jump to a bastion on a port of its own
+                ansible_ssh_common_args=_ssh_common_args(str(known_hosts), 'ssh://root@%s:%d' % (BASTION, bastion.port), key,
+                                                         instance_id=node_id, jump_instance_id=BASTION_ID))}))))
+        (tmp_path / 'hosts.yml').write_text(yaml.safe_dump(inventory))
+
+    write_inventory(NODE_ID)
     try:
-        yield dict(tmp=tmp_path, bastion=bastion, node=node, known_hosts=known_hosts)
+        yield dict(tmp=tmp_path, bastion=bastion, node=node, known_hosts=known_hosts, write_inventory=write_inventory)
     finally:
         node.stop()
         bastion.stop()
@@ -147,19 +159,44 @@ def recorded(known_hosts, host):
                           check=False).stdout
 
 
+def public_key(stand, name):
+    return (stand['tmp'] / ('%s.pub' % name)).read_text().split()[1]
+
+
 @needs_sshd
-def test_new_hosts_accepted_once_and_a_changed_key_reported_at_once_with_the_fix(stand):
+def test_a_new_instance_on_a_released_address_is_accepted_without_a_manual_step(stand):
+    """OCI gives a terminated instance's private IP to later instances (the autoscaler's, a replacement):
+    one on the node's address, with a key of its own, is a new host (its own OCID), accepted once."""
     known_hosts, node = stand['known_hosts'], stand['node']
-    node_entry = '[%s]:%d' % (NODE, node.port)
+    out, _ = boot_wait(stand)
+    assert out.returncode == 0, out.stdout[-3000:]
+    # Recorded under the instance OCIDs, not the addresses.
+    assert public_key(stand, 'node_key_1') in recorded(known_hosts, NODE_ID)
+    assert public_key(stand, 'bastion_key') in recorded(known_hosts, BASTION_ID)
+    assert not recorded(known_hosts, '[%s]:%d' % (NODE, node.port))
+    assert known_hosts.parent.stat().st_mode & 0o077 == 0
+
+    # The node's instance is gone; a new one answers on its address with another host key.
+    node.stop()
+    node.start(stand['tmp'] / 'node_key_2')
+    stand['write_inventory'](NEW_NODE_ID)
+    out, _ = boot_wait(stand)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert public_key(stand, 'node_key_2') in recorded(known_hosts, NEW_NODE_ID)
+    # The old instance's entry is left as it was (teardown.yml removes the file).
+    assert public_key(stand, 'node_key_1') in recorded(known_hosts, NODE_ID)
+
+
+@needs_sshd
+def test_the_same_instance_with_a_changed_key_is_reported_at_once_with_the_fix(stand):
+    known_hosts, node = stand['known_hosts'], stand['node']
 
     # First run: both keys accepted (no prompt, no host_key_checking = False) and recorded.
     out, _ = boot_wait(stand)
     assert out.returncode == 0, out.stdout[-3000:]
-    assert (stand['tmp'] / 'node_key_1.pub').read_text().split()[1] in recorded(known_hosts, node_entry)
-    assert recorded(known_hosts, '[%s]:%d' % (BASTION, stand['bastion'].port))
-    assert known_hosts.parent.stat().st_mode & 0o077 == 0
+    assert public_key(stand, 'node_key_1') in recorded(known_hosts, NODE_ID)
 
-    # The node is built again on the same address, with a new host key.
+    # The same instance (same OCID) answers with another host key.
     node.stop()
     node.start(stand['tmp'] / 'node_key_2')
     out, seconds = boot_wait(stand, timeout=300)
@@ -169,25 +206,27 @@ def test_new_hosts_accepted_once_and_a_changed_key_reported_at_once_with_the_fix
     failed = [line for line in out.stdout.splitlines() if line.startswith('fatal: [hk-gpu-1]')]
     assert failed, out.stdout[-3000:]
     message = out.stdout[out.stdout.index(failed[0]):]
-    fix = 'ssh-keygen -R %s -f %s' % ("'%s'" % node_entry, known_hosts)
+    fix = 'ssh-keygen -R %s -f %s' % (NODE_ID, known_hosts)
     assert fix in message, message[:3000]
+    # For people: the host's name and address beside the OCID.
+    assert 'hk-gpu-1 (%s:%d), known by its instance OCID %s' % (NODE, node.port, NODE_ID) in message, message[:3000]
     assert 'teardown.yml removes' in message
     assert 'hk-gpu-1: SSH refused its host key' in message
     assert '1 of 2 hosts are not ready' in message
     # Never silently accepted: the old key is still the one recorded.
-    assert (stand['tmp'] / 'node_key_1.pub').read_text().split()[1] in recorded(known_hosts, node_entry)
+    assert public_key(stand, 'node_key_1') in recorded(known_hosts, NODE_ID)
 
     # The fix as given, then a run that accepts the node's new key.
     subprocess.run(fix, shell=True, check=True, capture_output=True)
     out, _ = boot_wait(stand)
     assert out.returncode == 0, out.stdout[-3000:]
-    assert (stand['tmp'] / 'node_key_2.pub').read_text().split()[1] in recorded(known_hosts, node_entry)
+    assert public_key(stand, 'node_key_2') in recorded(known_hosts, NODE_ID)
 
 
 @needs_sshd
 def test_a_changed_bastion_key_names_the_bastion(stand):
-    """Through the jump, the key refused is the bastion's: the message names the bastion's address,
-    for the node too."""
+    """Through the jump, the key refused is the bastion's: the message names the bastion's OCID, for
+    the node too."""
     out, _ = boot_wait(stand)
     assert out.returncode == 0, out.stdout[-3000:]
     bastion = stand['bastion']
@@ -195,7 +234,7 @@ def test_a_changed_bastion_key_names_the_bastion(stand):
     bastion.start(stand['tmp'] / 'node_key_2')
     out, seconds = boot_wait(stand, timeout=300)
     assert out.returncode != 0 and seconds < 60, seconds
-    entry = "ssh-keygen -R '[%s]:%d' -f %s" % (BASTION, bastion.port, stand['known_hosts'])
+    entry = 'ssh-keygen -R %s -f %s' % (BASTION_ID, stand['known_hosts'])
     for host in ('hk-bastion', 'hk-gpu-1'):
         failed = [line for line in out.stdout.splitlines() if line.startswith('fatal: [%s]' % host)]
         assert failed and entry in failed[0], (host, out.stdout[-3000:])

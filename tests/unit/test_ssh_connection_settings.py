@@ -121,20 +121,21 @@ def test_a_host_that_does_not_answer_yet_is_waited_for(error):
 
 
 class _Connection:
-    def __init__(self, port=None):
-        self.port = port
+    def __init__(self, port=None, common_args=''):
+        self.port, self.common_args = port, common_args
 
     def get_option(self, name):
-        return {'host': '10.0.1.5', 'port': self.port}[name]
+        return {'host': '10.0.1.5', 'port': self.port, 'ssh_args': '-o ControlMaster=auto', 'ssh_common_args': self.common_args,
+                'ssh_extra_args': ''}[name]
 
 
 class _Task:
     args = {'known_hosts_file': '/home/u/.ocigpu/c1/known_hosts'}
 
 
-def _action(port=None):
+def _action(port=None, common_args=''):
     action = wait_for_ssh.ActionModule.__new__(wait_for_ssh.ActionModule)
-    action._connection = _Connection(port)  # pylint: disable=protected-access
+    action._connection = _Connection(port, common_args)  # pylint: disable=protected-access
     action._task = _Task()  # pylint: disable=protected-access
     return action
 
@@ -160,3 +161,25 @@ def test_the_wait_stops_at_the_first_refused_key_and_goes_on_through_other_failu
     assert isinstance(refused.value, wait_for_ssh.TimedOutException)  # the builtin's run() reports it as its msg
     assert _action(2222)._known_hosts_address() == '[10.0.1.5]:2222'  # pylint: disable=protected-access
     assert _action(22)._known_hosts_address() == '10.0.1.5'  # pylint: disable=protected-access
+
+
+def test_a_refused_key_is_named_by_the_instance_ocid_it_is_recorded_under():
+    """With HostKeyAlias (the collection's hosts), ssh records and refuses the key under the instance OCID:
+    the fix removes that entry, and the message names the host and its address for people; through the
+    jump, the bastion's OCID and the jump's address."""
+    known = '/home/u/.ocigpu/c1/known_hosts'
+    args = gpu_nodes.ssh_common_args(known, 'opc@192.0.2.7', None, NODE_ID, BASTION_ID)
+    action = _action(common_args=args)
+    action._inventory_hostname = 'c1-gpu-1'  # pylint: disable=protected-access
+    assert action._known_hosts_address() == NODE_ID  # pylint: disable=protected-access
+    aliases = action._host_key_aliases()[0]  # pylint: disable=protected-access
+    assert aliases == {NODE_ID: 'c1-gpu-1 (10.0.1.5)', BASTION_ID: 'the jump host opc@192.0.2.7'}
+    node = wait_for_ssh.host_key_problem(Exception(CHANGED.replace('10.0.1.5', NODE_ID)), NODE_ID, known, aliases)
+    assert 'ssh-keygen -R %s -f %s' % (NODE_ID, known) in node
+    assert 'c1-gpu-1 (10.0.1.5), known by its instance OCID %s' % NODE_ID in node
+    jumped = wait_for_ssh.host_key_problem(Exception(CHANGED.replace('10.0.1.5', BASTION_ID)), NODE_ID, known, aliases)
+    assert 'ssh-keygen -R %s -f %s' % (BASTION_ID, known) in jumped and 'opc@192.0.2.7' in jumped
+    # ssh's plain refusal: the host's own alias; no alias given, the address as before
+    assert 'ssh-keygen -R %s -f' % NODE_ID in wait_for_ssh.host_key_problem(
+        Exception('Host key verification failed.'), action._known_hosts_address(), known, aliases)  # pylint: disable=protected-access
+    assert _action(common_args=gpu_nodes.ssh_common_args(known))._known_hosts_address() == '10.0.1.5'  # pylint: disable=protected-access
