@@ -15,10 +15,13 @@ description:
   - Stops at the first attempt where ssh refuses the host's key (C(REMOTE HOST IDENTIFICATION HAS
     CHANGED), C(Host key verification failed)), since waiting does not change that answer, and fails
     with a message that names the host, the known_hosts file and the command that removes the old key
-    (C(ssh-keygen -R <host> -f <file>)). C(boot_wait.yml) uses it, so that a cluster built again on the
-    same private IPs is reported in seconds, not after C(boot_wait_timeout).
-  - Through a jump, the host named is the one whose key ssh refused, the bastion's when it is the jump
-    that failed.
+    (C(ssh-keygen -R <host> -f <file>)). C(boot_wait.yml) uses it, so that a refused key is reported in
+    seconds, not after C(boot_wait_timeout).
+  - Where the connection's ssh arguments set C(-o HostKeyAlias=<name>), as the collection's hosts do with
+    their instance OCID, ssh records and refuses the key under that name; the command names it
+    (C(ssh-keygen -R <instance OCID> -f <file>)) and the message adds the host's inventory name and address.
+  - Through a jump, the host named is the one whose key ssh refused, the bastion's (its OCID, and the
+    jump's C(user@address)) when it is the jump that failed.
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 attributes:
