@@ -149,8 +149,7 @@ def _module_specs():
 def _names(spec, prefix=''):
     for key, value in spec.items():
         yield prefix + key
-        for sub in _names(value.get('options') or {}, prefix + key + '.'):
-            yield sub
+        yield from _names(value.get('options') or {}, prefix + key + '.')
 
 
 def test_every_ocid_option_has_a_row_and_a_kind():
