@@ -6,7 +6,7 @@
 #      cluster network) with playbooks/provision.yml
 #   3. run provision again: everything is adopted, nothing changes
 #   4. discover the cluster with the gpu_nodes inventory plugin
-#   5. configure the nodes over SSH through the bastion, with the ProxyJump the inventory plugin
+#   5. configure the nodes over SSH through the bastion, with the jump the inventory plugin
 #      sets for a real cluster. Each launched instance has a local stand-in (a systemd container at
 #      its private IP, the bastion also at its public IP, started by the simulator's instance hook,
 #      tests/demo/standin.sh, which also does cloud-init's part: login user and SSH keys). Every
@@ -100,7 +100,7 @@ step "5. Configuring the stand-ins over SSH through the bastion ($bastion_ip): t
 start=$(date +%s)
 demo_wait_standins 3
 podman ps -a --filter label=ocigpu-demo=1 --format '   {{.Names}} {{.Status}}'
-echo "   every host answers SSH (nodes through ProxyJump opc@$bastion_ip)"
+echo "   every host answers SSH (nodes through the bastion, opc@$bastion_ip)"
 record "stand-ins up, SSH through the bastion" $(( $(date +%s) - start ))
 # nvme_scratch needs NVMe disks: the stand-ins have none.
 start=$(date +%s)
