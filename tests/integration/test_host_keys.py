@@ -168,7 +168,7 @@ def test_a_new_instance_on_a_released_address_is_accepted_without_a_manual_step(
     """OCI gives a terminated instance's private IP to later instances (the autoscaler's, a replacement):
     one on the node's address, with a key of its own, is a new host (its own OCID), accepted once."""
     known_hosts, node = stand['known_hosts'], stand['node']
-    out, _ = boot_wait(stand)
+    out = boot_wait(stand)[0]
     assert out.returncode == 0, out.stdout[-3000:]
     # Recorded under the instance OCIDs, not the addresses.
     assert public_key(stand, 'node_key_1') in recorded(known_hosts, NODE_ID)
@@ -180,7 +180,7 @@ def test_a_new_instance_on_a_released_address_is_accepted_without_a_manual_step(
     node.stop()
     node.start(stand['tmp'] / 'node_key_2')
     stand['write_inventory'](NEW_NODE_ID)
-    out, _ = boot_wait(stand)
+    out = boot_wait(stand)[0]
     assert out.returncode == 0, out.stdout[-3000:]
     assert public_key(stand, 'node_key_2') in recorded(known_hosts, NEW_NODE_ID)
     # The old instance's entry is left as it was (teardown.yml removes the file).
@@ -192,7 +192,7 @@ def test_the_same_instance_with_a_changed_key_is_reported_at_once_with_the_fix(s
     known_hosts, node = stand['known_hosts'], stand['node']
 
     # First run: both keys accepted (no prompt, no host_key_checking = False) and recorded.
-    out, _ = boot_wait(stand)
+    out = boot_wait(stand)[0]
     assert out.returncode == 0, out.stdout[-3000:]
     assert public_key(stand, 'node_key_1') in recorded(known_hosts, NODE_ID)
 
@@ -218,7 +218,7 @@ def test_the_same_instance_with_a_changed_key_is_reported_at_once_with_the_fix(s
 
     # The fix as given, then a run that accepts the node's new key.
     subprocess.run(fix, shell=True, check=True, capture_output=True)
-    out, _ = boot_wait(stand)
+    out = boot_wait(stand)[0]
     assert out.returncode == 0, out.stdout[-3000:]
     assert public_key(stand, 'node_key_2') in recorded(known_hosts, NODE_ID)
 
@@ -227,7 +227,7 @@ def test_the_same_instance_with_a_changed_key_is_reported_at_once_with_the_fix(s
 def test_a_changed_bastion_key_names_the_bastion(stand):
     """Through the jump, the key refused is the bastion's: the message names the bastion's OCID, for
     the node too."""
-    out, _ = boot_wait(stand)
+    out = boot_wait(stand)[0]
     assert out.returncode == 0, out.stdout[-3000:]
     bastion = stand['bastion']
     bastion.stop()
