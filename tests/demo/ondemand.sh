@@ -52,7 +52,8 @@ for n in $JOBS; do NODES=$((NODES + n)); done
 FORWARD_PORT=8766
 export DEMO_SIM_FORWARD="http://$DEMO_GATEWAY:$FORWARD_PORT"
 demo_start=$(date +%s)
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# Each step's banner says when it began, in seconds since the demo started (SECONDS).
+step() { printf '\n\033[1m==> %s\033[0m  (at %ss)\n' "$*" "$SECONDS"; }
 declare -a timeline=()
 mark() { timeline+=("$(printf '%7.1fs  %s' "$(echo "$(date +%s.%N) - $demo_start" | bc)" "$*")"); echo "   [$(date +%T)] $*"; }
 on_ctl() { ssh -F "$work/ssh_config" "opc@$bastion_ip" "sudo $(printf '%q ' "$@")"; }

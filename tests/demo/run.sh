@@ -38,7 +38,8 @@ work=$DEMO_WORK
 rm -rf "$work"
 mkdir -p "$work"
 demo_start=$(date +%s)
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# Each step's banner says when it began, in seconds since the demo started (SECONDS).
+step() { printf '\n\033[1m==> %s\033[0m  (at %ss)\n' "$*" "$SECONDS"; }
 declare -a done_steps=()
 record() { done_steps+=("$(printf '%-58s %4ss' "$1" "$2")"); }
 # on_ctl COMMAND: run a command on the Slurm controller (the bastion) over SSH, as root.
