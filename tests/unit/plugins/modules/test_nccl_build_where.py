@@ -7,12 +7,12 @@ fake node (tmp_path folders with stand-in nvcc, mpicc and enroot programs, PATH 
 from __future__ import annotations
 
 import json
-import stat
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ocigpu.cluster.plugins.modules import nccl_toolchain
+from tests.unit.plugins.modules._helpers import fake_toolchain, script
 
 IMAGE = 'nvcr.io#nvidia/tensorflow:24.06-tf2-py3'
 
@@ -25,32 +25,12 @@ def call(args, capsys):
     return json.loads(capsys.readouterr().out)
 
 
-def script(path, body):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('#!/bin/sh\n' + body)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return str(path)
-
-
 @pytest.fixture
 def node(tmp_path, monkeypatch):
     """A node with CUDA, NCCL (lib and header) and Open MPI under tmp_path, and enroot on the PATH;
     each test takes away what it needs gone."""
-    cuda = tmp_path / 'cuda'
-    script(cuda / 'bin' / 'nvcc', 'echo "Cuda compilation tools, release 12.8, V12.8.93"\n')
-    nccl = tmp_path / 'nccl'
-    (nccl / 'include').mkdir(parents=True)
-    (nccl / 'include' / 'nccl.h').write_text('#define NCCL_MAJOR 2\n#define NCCL_MINOR 27\n#define NCCL_PATCH 7\n')
-    (nccl / 'lib').mkdir()
-    (nccl / 'lib' / 'libnccl.so.2').write_text('')
-    mpi = tmp_path / 'openmpi'
-    (mpi / 'include').mkdir(parents=True)
-    (mpi / 'include' / 'mpi.h').write_text('')
-    (mpi / 'lib').mkdir()
-    (mpi / 'lib' / 'libmpi.so.40').write_text('')
     bin_dir = tmp_path / 'bin'
-    script(bin_dir / 'mpicc', 'case "$1" in --showme:incdirs) echo %s/include;; --showme:libdirs) echo %s/lib;; *) exit 1;; esac\n'
-           % (mpi, mpi))
+    cuda, nccl = fake_toolchain(tmp_path, bin_dir, '12.8, V12.8.93', (2, 27, 7))[:2]
     script(bin_dir / 'enroot', 'exit 0\n')
     monkeypatch.setenv('PATH', str(bin_dir))
     return {'root': tmp_path, 'args': {'cuda_home': str(cuda), 'nccl_home': str(nccl), 'mpi': 'auto', 'build': 'auto',

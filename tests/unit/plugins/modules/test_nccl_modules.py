@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import stat
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ocigpu.cluster.plugins.modules import nccl_health, nccl_report, nccl_toolchain
+from tests.unit.plugins.modules._helpers import fake_toolchain, script
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / 'data' / 'nccl'
 
@@ -26,13 +26,6 @@ def call(module, args, capsys, check=False):
         with pytest.raises(SystemExit):
             module.main()
     return json.loads(capsys.readouterr().out)
-
-
-def script(path, body):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('#!/bin/sh\n' + body)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return str(path)
 
 
 def h200_runs(threshold):
@@ -76,20 +69,7 @@ def test_health_module(tmp_path, capsys):
 
 
 def test_toolchain_finds_what_is_there(tmp_path, capsys):
-    cuda = tmp_path / 'cuda'
-    script(cuda / 'bin' / 'nvcc', 'echo "Cuda compilation tools, release 13.0, V13.0.88"\n')
-    nccl = tmp_path / 'nccl'
-    (nccl / 'include').mkdir(parents=True)
-    (nccl / 'include' / 'nccl.h').write_text('#define NCCL_MAJOR 2\n#define NCCL_MINOR 28\n#define NCCL_PATCH 3\n')
-    (nccl / 'lib').mkdir()
-    (nccl / 'lib' / 'libnccl.so.2').write_text('')
-    mpi = tmp_path / 'openmpi'
-    (mpi / 'include').mkdir(parents=True)
-    (mpi / 'include' / 'mpi.h').write_text('')
-    (mpi / 'lib').mkdir()
-    (mpi / 'lib' / 'libmpi.so.40').write_text('')
-    mpicc = script(tmp_path / 'bin' / 'mpicc', 'case "$1" in --showme:incdirs) echo %s/include;; '
-                   '--showme:libdirs) echo %s/lib;; *) exit 1;; esac\n' % (mpi, mpi))
+    cuda, nccl, mpi, mpicc = fake_toolchain(tmp_path, tmp_path / 'bin', '13.0, V13.0.88', (2, 28, 3))
     args = {'cuda_home': str(cuda), 'nccl_home': str(nccl), 'mpi': 'required', 'mpicc': mpicc}
     result = call(nccl_toolchain, args, capsys, check=True)
     assert not result.get('failed'), result
