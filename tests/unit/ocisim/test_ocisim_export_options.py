@@ -78,3 +78,21 @@ def test_malformed_options_are_refused(parts, option, message):
     with pytest.raises(oci.exceptions.ServiceError) as refused:
         export([option])
     assert refused.value.status == 400 and message in refused.value.message
+
+
+# Export paths are refused as OCI's "Paths in File Systems" says (no element '.' or '..', no empty or
+# trailing element, at most 1024 bytes, elements of at most 255 bytes), so a module that let one
+# through fails here as it would on OCI.
+@pytest.mark.parametrize("path", ["/home/../root", "/home/./alice", "/..", "/home/", "/home//alice", "home",
+                                  "/" + "a" * 256, "/" + "/".join(["a" * 200] * 6)])
+def test_a_path_oci_refuses_is_refused(parts, path):
+    export = parts[1]
+    with pytest.raises(oci.exceptions.ServiceError) as refused:
+        export(None, path)
+    assert refused.value.status == 400 and "Invalid export path" in refused.value.message
+
+
+@pytest.mark.parametrize("path", ["/home", "/mnt/home", "/a.b/c..d/.e", "/" + "a" * 255])
+def test_a_path_oci_takes_is_taken(parts, path):
+    export = parts[1]
+    assert export(None, path).path == path
