@@ -9,7 +9,8 @@ import os
 import oci
 import pytest
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+from ocigpu_control import scaler as _autoscale
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import Waiter
 from tests.integration._helpers import COLLECTION_PLAYBOOKS, clients, everything, playbook, ssh_public_key
 

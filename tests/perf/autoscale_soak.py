@@ -43,10 +43,15 @@ import sys
 import tempfile
 import time
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _oci
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
-from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, _natural
-from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
+# The checkout as the collection (tests/infra/venv.sh makes the link) and the control plane, as pytest.ini has it.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path[:0] = [p for p in (os.path.join(_ROOT, '.build', 'collections'), os.path.join(_ROOT, 'controller')) if p not in sys.path]
+
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci  # noqa: E402
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, _natural  # noqa: E402
+from ocigpu_control import scaler as _autoscale  # noqa: E402
+from ocigpu_control import service  # noqa: E402
+from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm  # noqa: E402
 
 SHAPE = 'BM.GPU4.8'
 REQUEUE_DELAY = 121  # Slurm: a requeued batch job begins after cred_expire + 1 s
@@ -350,7 +355,7 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
 
 def setup(sim, work):
     """The network, node template and configuration the autoscaler needs, in a fresh simulator."""
-    from tests.unit.plugins.module_utils.test_autoscale import autoscaler_config  # pylint: disable=import-outside-toplevel
+    from tests.unit.controller.test_autoscale import autoscaler_config  # pylint: disable=import-outside-toplevel
     return autoscaler_config(sim, 'soak', 'gpu-[1-16]', os.path.join(work, 'state'), os.path.join(work, 'autoscaler.log'))
 
 

@@ -6,11 +6,11 @@ cuts it off).
 
     .venv/bin/python -m tests.perf.pull_hostile_bench [--joins 200] [--hostile 50] [--limit 240]
 
-The server is the real one (plugins/module_utils/_pull.py, make_server with its default limits), in
+The server is the real one (controller/ocigpu_control/pull_server.py, make_server with its default limits), in
 a process of its own on 127.0.0.1; the clients are the node's own pinned client
 (roles/slurm_autoscaler/files/ocigpu_pull.py, Controller), joining from a privileged source port
 (run as root). The join decision is a stand-in that answers after 20 ms (the OCI API calls the
-real one makes; tests/unit/plugins/module_utils/test_pull.py checks the decision against the
+real one makes; tests/unit/controller/test_pull.py checks the decision against the
 simulator). A client whose connection fails tries again a second later (the node waits 10 s), at
 most 30 times. Figures: joins served (goal: all), p50 and p99 of each node's bundle + join time,
 their ratio with and without the hostile clients, the tries beyond the first and the hostile
@@ -36,10 +36,10 @@ import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# The checkout as the collection (tests/infra/venv.sh makes the link), as pytest.ini has it.
-sys.path.insert(0, str(ROOT / '.build' / 'collections'))
+# The checkout as the collection (tests/infra/venv.sh makes the link) and the control plane, as pytest.ini has it.
+sys.path[:0] = [str(ROOT / '.build' / 'collections'), str(ROOT / 'controller')]
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _pull  # noqa: E402
+from ocigpu_control import pull_server as _pull  # noqa: E402
 _PROGRAM = ROOT / 'roles' / 'slurm_autoscaler' / 'files' / 'ocigpu_pull.py'
 _spec = importlib.util.spec_from_file_location('ocigpu_pull', str(_PROGRAM))
 ocigpu_pull = importlib.util.module_from_spec(_spec)

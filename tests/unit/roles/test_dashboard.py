@@ -17,7 +17,8 @@ import jinja2
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_heal, _health, _nccl
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _health, _nccl
+from ocigpu_control import heal as _autoscale_heal
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DASHBOARD = ROOT / 'dashboards' / 'ocigpu-cluster.json'

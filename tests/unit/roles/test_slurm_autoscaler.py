@@ -20,7 +20,10 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_cli, _autoscale_service, _oci, _shapes
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci, _shapes
+from ocigpu_control import scaler as _autoscale
+from ocigpu_control import programs as _autoscale_cli
+from ocigpu_control import service as _autoscale_service
 from tests.unit.roles.test_slurm_templates import GPU_NODES, conf, render, trust
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]

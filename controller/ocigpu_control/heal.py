@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import log
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_static import static_names
+from ocigpu_control.scaler import log
+from ocigpu_control.static import static_names
 from ansible_collections.ocigpu.cluster.plugins.module_utils._health import ACTIVE_DRAIN_PREFIX, DRAIN_PREFIX, write_text
 
 HEAL_PREFIX = 'ocigpu-heal:'
@@ -287,7 +287,7 @@ class Healer(object):
         flags, reason = node
         if rec['step'] == 'pool':
             # The service's request ended without a word (an unexpected error): it is asked again; the
-            # replacement picks up where it was (_autoscale_static.py).
+            # replacement picks up where it was (static.py).
             if now - rec['since'] > 120:
                 self.submit('replace', name, addr=rec.get('addr', ''))
                 self._set(name, since=now)

@@ -21,13 +21,14 @@ import pytest
 import importlib.util
 import pathlib
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _pull
+from ocigpu_control import scaler as _autoscale
+from ocigpu_control import pull_server as _pull
 
 # The simulator and autoscaler configuration fixtures of the autoscaler tests.
 from .test_autoscale import config, sim  # noqa: F401 pylint: disable=unused-import
 
 # The node's program: a standalone script (standard library only) that the user_data installs.
-_PROGRAM = pathlib.Path(__file__).resolve().parents[4] / 'roles' / 'slurm_autoscaler' / 'files' / 'ocigpu_pull.py'
+_PROGRAM = pathlib.Path(__file__).resolve().parents[3] / 'roles' / 'slurm_autoscaler' / 'files' / 'ocigpu_pull.py'
 _spec = importlib.util.spec_from_file_location('ocigpu_pull', str(_PROGRAM))
 ocigpu_pull = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ocigpu_pull)
@@ -409,7 +410,7 @@ def test_a_failed_pull_tells_the_controller_which_task_failed(server, tls, tmp_p
 
 
 def test_a_failure_report_is_checked_like_a_join_and_becomes_a_request(sim, pull_config, tmp_path):  # noqa: F811
-    from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service
+    from ocigpu_control import service as _autoscale_service
     one, = _autoscale.Autoscaler(pull_config).resume('gpu-1')
     enroller = _pull.Enroller(pull_config)
     with pytest.raises(_pull.JoinRefused, match='carries Slurm name'):

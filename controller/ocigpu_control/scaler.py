@@ -29,7 +29,7 @@ Which Slurm names a cluster network carries is recorded on OCI itself, in the fr
 ``ocigpu-slurm-nodes`` (a compressed hostlist), next to ``ocigpu-cluster``; the only local state
 is the set of released names of cluster networks that are still partly in use.
 
-Hostlist syntax is _hostlist's; the programs' command line (main) is _autoscale_cli's.
+Hostlist syntax is _hostlist's; the programs' command line (main) is programs.py's.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ PULL_SERVER_TAG = 'ocigpu-pull-server'  # on each instance, with PULL_CERT_TAG: 
 PULL_CERT_TAG = 'ocigpu-pull-cert'
 MAX_TAG_VALUE = 256  # OCI's limit on a freeform tag value
 
-# The service (_autoscale_service.py).
+# The service (service.py).
 SERVICE_DEFAULTS = dict(
     service=False,               # the role sets true; false: the programs do the work themselves
     poll_interval=1.0,           # seconds between looks at the request folder
@@ -101,7 +101,7 @@ def check_config(data):
     config['node_names'] = expand_hostlist(config['nodes'])
     static = config.get('static') or {}
     if static:
-        # Static nodes the self-healing loop replaces through the cluster network's pool (_autoscale_static.py).
+        # Static nodes the self-healing loop replaces through the cluster network's pool (static.py).
         missing = [k for k in ('cluster_network_id', 'nodes') if not static.get(k)]
         if missing:
             raise InputError('config: static.%s missing' % ', static.'.join(missing))

@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Static nodes of a cluster network replaced by the self-healing loop through the cluster network's
-pool (plugins/module_utils/_autoscale_static.py), against the simulator and a model of slurmctld: the
+pool (controller/ocigpu_control/static.py), against the simulator and a model of slurmctld: the
 replacement and the way back to service, the address kept in nodes.conf, a service stopped in the
 middle, a capacity error, a failed pull and the limits shared with the on-demand nodes."""
 from __future__ import annotations
@@ -9,17 +9,18 @@ import time
 
 import pytest
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_static
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
+from ocigpu_control import scaler as _autoscale
+from ocigpu_control import static as _autoscale_static
+from ocigpu_control import service
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
-from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
+from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, config, gpu_instances, live, sim)
-from tests.unit.plugins.module_utils.test_autoscale_faults import logged
+from tests.unit.controller.test_autoscale_faults import logged
 # The service's clock: monotonic (from 1000.0), not the wall clock that slurmd's start time is in.
-from tests.unit.plugins.module_utils.test_autoscale_heal import Clock
-from tests.unit.plugins.module_utils.test_autoscale_service import make, run_all
-from tests.unit.plugins.module_utils.test_pull import ocigpu_pull, pull_config, tls  # noqa: F401 pylint: disable=unused-import
+from tests.unit.controller.test_autoscale_heal import Clock
+from tests.unit.controller.test_autoscale_service import make, run_all
+from tests.unit.controller.test_pull import ocigpu_pull, pull_config, tls  # noqa: F401 pylint: disable=unused-import
 
 SICK = 'ocigpu-health: gpu_count 7 of 8'
 DETACH = 'POST /instancePools/*/actions/detachInstance'
@@ -197,7 +198,7 @@ def test_the_static_section_is_checked(config):
 
 
 def test_the_new_instance_pulls_under_its_static_name_and_only_it_may_join_as_that_node(sim, tmp_path, pull_config, tls):
-    from ansible_collections.ocigpu.cluster.plugins.module_utils import _pull  # pylint: disable=import-outside-toplevel
+    from ocigpu_control import pull_server as _pull  # pylint: disable=import-outside-toplevel
     cn_id, addresses, nodes_conf = static_cluster(sim, pull_config, tmp_path)
     conf = dict(pull_config, static=dict(cluster_network_id=cn_id, nodes='st-[1-2]', nodes_conf=nodes_conf))
     found = _autoscale_static.replace(_autoscale.Autoscaler(conf), 'st-1', addresses['st-1'])

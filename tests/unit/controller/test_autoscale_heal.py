@@ -1,16 +1,16 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The self-healing loop (plugins/module_utils/_autoscale_heal.py) in the autoscaler service, against the
+"""The self-healing loop (controller/ocigpu_control/heal.py) in the autoscaler service, against the
 simulator and a model of slurmctld: a sick node replaced and back in service, each limit, a capacity
 error, a replacement that fails twice, and a service restarted in the middle."""
 from __future__ import annotations
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_heal as heal
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
+from ocigpu_control import heal
+from ocigpu_control import service
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
-from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
+from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, config, gpu_instances, live, sim)
-from tests.unit.plugins.module_utils.test_autoscale_faults import logged, nothing_billable
-from tests.unit.plugins.module_utils.test_autoscale_service import make, run_all
+from tests.unit.controller.test_autoscale_faults import logged, nothing_billable
+from tests.unit.controller.test_autoscale_service import make, run_all
 
 SICK = 'ocigpu-health: gpu_count 7 of 8'
 

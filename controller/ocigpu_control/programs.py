@@ -5,7 +5,7 @@
 """The command line of Slurm power saving on OCI: the programs the slurm_autoscaler role installs run
 main() with the configuration file (--config) and an action (resume, suspend, resume-fail, status,
 service, pull-server) and, from Slurm, a hostlist; a resume reads the jobs of Slurm's resume file
-(SLURM_RESUME_FILE). The logic is _autoscale's, the service's _autoscale_service's.
+(SLURM_RESUME_FILE). The logic is scaler.py's, the service's service.py's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
+from ocigpu_control.scaler import (
     Autoscaler, ResumeFailed, check_config, log, scontrol_address_commands, scontrol_fail_command, setup_logging)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
@@ -80,8 +80,8 @@ def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None, read=_rea
     if argv[:1] == ['--config'] and len(argv) > 1:
         config_path, argv = argv[1], argv[2:]
     if argv == ['pull-server']:  # the pull path's server shares this program's configuration
-        from ansible_collections.ocigpu.cluster.plugins.module_utils import _pull
-        return _pull.main(['--config', config_path])
+        from ocigpu_control import pull_server
+        return pull_server.main(['--config', config_path])
     if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status', 'service') or (
             argv[0] not in ('status', 'service') and len(argv) != 2):
         sys.stderr.write(USAGE % dict(prog=prog))
@@ -94,7 +94,7 @@ def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None, read=_rea
         return 2
     setup_logging(config['log_file'])
     if action == 'service' or (config['service'] and action != 'status'):
-        from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
+        from ocigpu_control import service
         if action == 'service':
             slurm = service.Slurm(config, run=run, read=read)
             service.Service(config, autoscaler_factory, slurm).serve()

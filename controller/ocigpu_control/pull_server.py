@@ -17,7 +17,7 @@ pinned to the controller's certificate:
   1024 (which only root on that instance can bind);
 - ``POST /v1/failed`` ``{"instance_id", "name", "message"}``: the node's pull failed (the same checks
   as a join): the autoscaler service hands the node back to Slurm at once, as a failed resume, instead
-  of waiting for ResumeTimeout (plugins/module_utils/_autoscale_service.py, ``pull_failed``);
+  of waiting for ResumeTimeout (controller/ocigpu_control/service.py, ``pull_failed``);
 - ``GET /v1/health``: "ok".
 
 Every decision is logged with its reason. Configuration: the ``pull`` section of the autoscaler's
@@ -52,10 +52,10 @@ except ImportError:  # pragma: no cover
     ThreadingHTTPServer = None
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
+from ocigpu_control.scaler import (
     NODE_TAG, PULL_CERT_TAG, PULL_SERVER_TAG, setup_logging)
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_cli import load_config
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_service import PULL_FAILED, submit
+from ocigpu_control.programs import load_config
+from ocigpu_control.service import PULL_FAILED, submit
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import SLURM_NAME_TAG
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, InputError, attr

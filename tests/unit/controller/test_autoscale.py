@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Slurm autoscaler logic (_autoscale.py) against the simulator: resume, suspend, idempotence,
+"""Slurm autoscaler logic (controller/ocigpu_control/scaler.py) against the simulator: resume, suspend, idempotence,
 capacity failure, hostlists, and the program's command line with scontrol captured."""
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import urllib.request
 import oci
 import pytest
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_cli, _hostlist, _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _hostlist, _oci
+from ocigpu_control import scaler as _autoscale
+from ocigpu_control import programs as _autoscale_cli
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 
 SHAPE = 'BM.GPU4.8'

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import time
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_cli, _hostlist
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_service as service
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _hostlist
+from ocigpu_control import scaler as _autoscale
+from ocigpu_control import programs as _autoscale_cli
+from ocigpu_control import service
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
-from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
+from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, config, gpu_instances, live, sim)
-from tests.unit.plugins.module_utils.test_autoscale_faults import (
+from tests.unit.controller.test_autoscale_faults import (
     kill_while_provisioning, logged, nothing_billable, program_config)
 
 

@@ -12,12 +12,13 @@ import sys
 import threading
 import time
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale, _autoscale_cli
+from ocigpu_control import scaler as _autoscale
+from ocigpu_control import programs as _autoscale_cli
 # The same simulator, configuration and autoscaler as the plain autoscaler tests.
-from tests.unit.plugins.module_utils.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
+from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, config, gpu_instances, live, scaler, sim)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SCONTROL = '/usr/bin/scontrol'
 
 
@@ -75,9 +76,9 @@ def kill_while_provisioning(sim, path, *args):  # pylint: disable=redefined-oute
     """Run the installed program with args in its own process and kill it (SIGKILL) once the cluster
     network it creates is PROVISIONING; returns that cluster network's id. The program's waiter sleeps
     in real time and the simulator's clock stands still, so the cluster network stays PROVISIONING."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, '.build', 'collections')]))
-    program = ('import sys; from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_cli; '
-               'sys.exit(_autoscale_cli.main(sys.argv[1:]))')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, '.build', 'collections'),
+                                                           os.path.join(ROOT, 'controller')]))
+    program = 'import sys; from ocigpu_control import programs; sys.exit(programs.main(sys.argv[1:]))'
     proc = subprocess.Popen([sys.executable, '-c', program, '--config', path] + list(args), env=env,  # pylint: disable=consider-using-with
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

@@ -32,7 +32,7 @@ Every ``reconcile_interval`` seconds the service compares Slurm's nodes with OCI
   grouped by the jobs Slurm gives them;
 - a cluster network whose Slurm names are all powered down (their suspend died) is terminated;
 - with ``heal`` on, a node drained by the health checks for a hardware reason gets a new instance
-  (plugins/module_utils/_autoscale_heal.py).
+  (controller/ocigpu_control/heal.py).
 
 Every outcome is one line of the autoscaler's log.
 """
@@ -48,10 +48,10 @@ import time
 import uuid
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale import (
+from ocigpu_control.scaler import (
     ResumeFailed, StateFile, _error_text, log, scontrol_address_commands, scontrol_fail_command)
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _autoscale_static
-from ansible_collections.ocigpu.cluster.plugins.module_utils._autoscale_heal import Healer
+from ocigpu_control import static as static_nodes
+from ocigpu_control.heal import Healer
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import add_places
@@ -59,7 +59,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import Wai
 
 # Reasons of DOWN nodes that the service returns to service: a failed resume, never a person's.
 RETURN_REASONS = ('ResumeTimeout reached', 'ocigpu-autoscaler')
-# The request the pull server writes when a new node says its pull failed (plugins/module_utils/_pull.py).
+# The request the pull server writes when a new node says its pull failed (controller/ocigpu_control/pull_server.py).
 PULL_FAILED = 'pull_failed'
 
 
@@ -518,12 +518,12 @@ class Service(object):
 
     # static nodes the self-healing loop replaces
     def replace_static(self, request):
-        """Replace a static node through the cluster network's pool (_autoscale_static.py), then tell Slurm
+        """Replace a static node through the cluster network's pool (static_nodes.py), then tell Slurm
         its new address, in nodes.conf too; the Healer follows the new instance from there."""
         name = request['nodes']
         try:
             scaler = self.scaler_factory(self.config)
-            found = _autoscale_static.replace(scaler, name, request.get('addr') or '')
+            found = static_nodes.replace(scaler, name, request.get('addr') or '')
         except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
             message = getattr(exc, 'message', None) or _error_text(exc)
             log.error('replace %s: failed: %s', name, message)
@@ -531,7 +531,7 @@ class Service(object):
             return False
         nodes_conf = self.config['static'].get('nodes_conf')
         try:
-            written = _autoscale_static.set_node_address(nodes_conf, name, found['private_ip']) if nodes_conf else False
+            written = static_nodes.set_node_address(nodes_conf, name, found['private_ip']) if nodes_conf else False
             kept = '%s %s' % (nodes_conf, 'rewritten' if written else 'already right') if nodes_conf else 'no nodes.conf given'
             level = log.info
         except (InputError, IOError, OSError) as exc:
