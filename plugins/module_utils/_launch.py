@@ -70,7 +70,7 @@ def check_ssh_key(option, key):
 
 
 # Checks shared by every OCI module of the collection (run before their first API call, see
-# OCIModule.run in _resource.py) and the preflight (_preflight.py): each returns the text of the
+# OCIModule.run in _module.py) and the preflight (_preflight.py): each returns the text of the
 # problem (after "<option>: ") or None, so the modules raise it and the preflight lists it.
 
 # ocid1.<resource type>.<realm>.<region, empty for a tenancy-wide resource>[.<future use>].<unique id>

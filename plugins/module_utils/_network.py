@@ -7,10 +7,10 @@ its ten parts (NetworkBuilder), used by the network module."""
 
 from __future__ import annotations
 
+import platform
 import re
+import sys
 import traceback
-
-from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     InputError, attr, compare, current_with_tags, pick_tagged)
@@ -45,9 +45,16 @@ def default_dns_label(cluster_name):
     return label or 'cluster'
 
 
+def netaddr_missing():
+    """What to do when netaddr, which the network module requires, is not on the Python that runs it."""
+    return ('Failed to import the required Python library (netaddr) on %s\'s Python %s: install netaddr into that '
+            'Python (the network module lists it in its requirements), or set ansible_python_interpreter to a '
+            'Python that has it' % (platform.node(), sys.executable))
+
+
 def _cidr(option, value, min_prefix=16, max_prefix=30):
     if netaddr is None:
-        raise InputError(missing_required_lib('netaddr'))
+        raise InputError(netaddr_missing())
     try:
         net = netaddr.IPNetwork(value)
     except (netaddr.AddrFormatError, ValueError, TypeError):

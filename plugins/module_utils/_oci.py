@@ -4,10 +4,10 @@
 
 """Clients, authentication and retries for every OCI call this collection makes.
 
-One place owns the plumbing, so modules, the inventory plugin and the autoscaler stay small:
+One place owns the plumbing, so modules, the inventory plugin and the autoscaler stay small. It imports
+nothing from Ansible (the controller's package runs it without ansible-core); the options that feed it,
+auth_argument_spec() and wait_argument_spec(), are in _module.py.
 
-- auth_argument_spec() / wait_argument_spec(): the shared options (documented in the
-  ocigpu.cluster.oci doc fragment).
 - build_config(params) -> (config, signer) and create_client(client_cls, params): API key from
   the OCI config file, instance principal or security token; region and service_endpoint.
 - OCISession(params): cached clients plus call() / list_all() / create(), which retry every
@@ -31,8 +31,6 @@ import random
 import time
 import traceback
 import uuid
-
-from ansible.module_utils.basic import env_fallback
 
 try:
     import oci
@@ -69,26 +67,6 @@ class Clock(object):
 
 
 CLOCK = Clock()
-
-
-def auth_argument_spec():
-    return dict(
-        config_file=dict(type='path', fallback=(env_fallback, ['OCI_CONFIG_FILE'])),
-        config_profile=dict(type='str', fallback=(env_fallback, ['OCI_CONFIG_PROFILE'])),
-        auth_type=dict(type='str', choices=list(AUTH_TYPES), default='api_key',
-                       fallback=(env_fallback, ['OCI_ANSIBLE_AUTH_TYPE'])),
-        region=dict(type='str', fallback=(env_fallback, ['OCI_REGION'])),
-        service_endpoint=dict(type='str', fallback=(env_fallback, ['OCIGPU_SERVICE_ENDPOINT'])),
-        api_retries=dict(type='int', default=8),
-        api_retry_max_seconds=dict(type='int', default=600),
-    )
-
-
-def wait_argument_spec(timeout=1200):
-    return dict(
-        wait=dict(type='bool', default=True),
-        wait_timeout=dict(type='int', default=timeout),
-    )
 
 
 class OCIConfigError(Exception):

@@ -91,7 +91,8 @@ billable:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster, _launch
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, OCIModule, is_live
+from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, is_live
 
 LIVE_INSTANCE = ('PROVISIONING', 'STARTING', 'RUNNING', 'STOPPING', 'STOPPED', 'MOVING', 'CREATING_IMAGE')
 

@@ -214,8 +214,9 @@ last_wait:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster, _launch
+from ansible_collections.ocigpu.cluster.plugins.module_utils._module import ResourceModule
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
-    InputError, ResourceModule, check_display_names, current_with_tags, pick_tagged)
+    InputError, check_display_names, current_with_tags, pick_tagged)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitFailed
 
 

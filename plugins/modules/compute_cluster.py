@@ -79,7 +79,8 @@ last_wait:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _resource
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, ResourceModule, pick_tagged
+from ansible_collections.ocigpu.cluster.plugins.module_utils._module import ResourceModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, pick_tagged
 
 try:
     from oci.core.models import CreateComputeClusterDetails, UpdateComputeClusterDetails

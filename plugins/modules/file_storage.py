@@ -173,8 +173,9 @@ last_wait:
 import ipaddress
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _resource
+from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
-    InputError, OCIModule, attr, compare, current_with_tags, is_live, pick_tagged)
+    InputError, attr, compare, current_with_tags, is_live, pick_tagged)
 
 try:
     from oci.file_storage.models import (ClientOptions, CreateExportDetails, CreateFileSystemDetails,

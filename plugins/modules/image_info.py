@@ -76,7 +76,8 @@ images:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, OCIModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 
 
 class ImageInfo(OCIModule):

@@ -111,8 +111,9 @@ last_wait:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _shapes
+from ansible_collections.ocigpu.cluster.plugins.module_utils._module import ResourceModule
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
-    ResourceModule, attr, check_display_names, current_with_tags, pick_tagged)
+    attr, check_display_names, current_with_tags, pick_tagged)
 
 try:
     from oci.core.models import UpdateInstanceDetails

@@ -77,8 +77,8 @@ import hashlib
 import json
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
-    CLUSTER_TAG, ResourceModule, attr, check_display_names, is_live)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._module import ResourceModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, attr, check_display_names, is_live
 
 HASH_LENGTH = 8  # hex digits of the content hash that ends each configuration's display name
 

@@ -154,7 +154,8 @@ last_wait:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _network
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, OCIModule, check_display_names
+from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError, check_display_names
 
 
 class Network(OCIModule):

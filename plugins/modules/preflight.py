@@ -242,7 +242,7 @@ checks:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _preflight
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import OCIModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
 
 
 class Preflight(OCIModule):

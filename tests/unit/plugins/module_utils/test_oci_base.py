@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from oci.exceptions import ServiceError
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _module, _oci
 
 
 class FakeClock(object):
@@ -139,7 +139,7 @@ def test_missing_profile_names_the_option(tmp_path):
 
 
 def test_env_fallbacks(monkeypatch):
-    spec = _oci.auth_argument_spec()
+    spec = _module.auth_argument_spec()
     assert spec['service_endpoint']['fallback'][1] == ['OCIGPU_SERVICE_ENDPOINT']
     assert spec['config_file']['fallback'][1] == ['OCI_CONFIG_FILE']
     assert spec['config_profile']['fallback'][1] == ['OCI_CONFIG_PROFILE']

@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A call OCI refuses for want of a policy names the statement that is most likely missing (_oci.py's
-service_error_message, used by every module through _resource.py), and points at docs/iam.md."""
+service_error_message, used by every module through _module.py), and points at docs/iam.md."""
 from __future__ import annotations
 
 import pytest

@@ -1,8 +1,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Without the oci SDK every OCI module fails with Ansible's missing-library message."""
+"""Without the oci SDK every OCI module fails with Ansible's missing-library message; without netaddr the network
+module fails with the same kind of message."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -27,3 +29,15 @@ def test_missing_oci(module, monkeypatch, capsys):
             module.main()
     result = json.loads(capsys.readouterr().out)
     assert result['failed'] and "Failed to import the required Python library (oci)" in result['msg']
+
+
+def test_missing_netaddr(monkeypatch, capsys):
+    """The network module checks CIDRs with netaddr; without it the message names the library and the Python."""
+    from ansible_collections.ocigpu.cluster.plugins.module_utils import _network
+    monkeypatch.setattr(_network, 'netaddr', None)
+    with patch_module_args(dict(cluster_name='c1', compartment_id='ocid1.compartment.oc1..x', ssh_source_cidrs=['10.9.0.0/16'])):
+        with pytest.raises(SystemExit):
+            network.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result['failed'] and "Failed to import the required Python library (netaddr)" in result['msg']
+    assert sys.executable in result['msg']
