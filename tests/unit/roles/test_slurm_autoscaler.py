@@ -3,7 +3,7 @@
 """roles/slurm_autoscaler: the slurm_settings entry point run by ansible-playbook (the real shape_facts
 filter), its result rendered into the slurm role's slurm.conf; the configuration JSON and the installed
 program rendered from the role's templates, and the program run as Slurm would run it (a subprocess
-importing only the module_utils copy the role installs) against the simulator."""
+importing only the package the role installs) against the simulator."""
 
 from __future__ import annotations
 
@@ -139,14 +139,14 @@ def test_config_json_has_everything_the_program_needs():
     assert default_auth['auth_type'] == 'instance_principal'
 
 
-def test_installed_program_runs_from_the_module_utils_copy(ocisim, tmp_path, monkeypatch):
-    """Lay out what the role installs (module_utils list, config, program) and run the program."""
+def test_installed_program_runs_from_the_installed_package(ocisim, tmp_path, monkeypatch):
+    """Lay out what the role installs (the control plane's wheel, installed by pip without a virtual
+    environment, the config and the program) and run the program."""
     lib = tmp_path / 'lib'
-    dest = lib / 'ansible_collections' / 'ocigpu' / 'cluster' / 'plugins' / 'module_utils'
-    dest.mkdir(parents=True)
-    listed = yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())['__slurm_autoscaler_module_utils']
-    for name in listed:
-        shutil.copy(ROOT / 'plugins' / 'module_utils' / name, dest / name)
+    built = json.loads(subprocess.run([sys.executable, str(ROOT / 'controller' / 'build_wheel.py'), '--out', str(tmp_path / 'dist')],
+                                      stdout=subprocess.PIPE, check=True).stdout)
+    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps', '--no-index', '--target', str(lib), built['path']],
+                   check=True)
     _vcn, subnet = ocisim.seed_network(ocisim.compartment_id, '10.0.0.0/16', subnet_prefix=24, name='as')
     seeded = ocisim.seed_cluster('as', 2, shape='BM.GPU4.8', freeform_tags={
         'ocigpu-cluster': 'as', 'ocigpu-slurm-nodes': 'gpu-[1-2]', 'ocigpu-autoscaler': 'true'})
@@ -166,15 +166,16 @@ def test_installed_program_runs_from_the_module_utils_copy(ocisim, tmp_path, mon
                                    slurm_autoscaler_config_dir=str(tmp_path)))
     program.chmod(0o755)
     assert program.read_text().startswith('#!%s\n' % sys.executable)
-    env = {'PATH': os.environ['PATH'], 'HOME': str(tmp_path)}  # no PYTHONPATH: only the copy is importable
+    env = {'PATH': os.environ['PATH'], 'HOME': str(tmp_path)}  # no PYTHONPATH: only the installed package is importable
     proc = subprocess.run([str(program), 'status'], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     assert proc.returncode == 0, proc.stderr.decode()
     status = json.loads(proc.stdout)
     assert [(s['id'], s['nodes'], s['lifecycle_state']) for s in status] == [(seeded['id'], 'gpu-[1-2]', 'RUNNING')]
     assert 'status' in (tmp_path / 'log' / 'autoscaler.log').read_text()
-    # The service (and its self-healing loop) imports from the copy alone too: `status` does not load it.
-    proc = subprocess.run([sys.executable, '-c', 'import sys; sys.path.insert(0, sys.argv[1]); from ansible_collections.'
-                           'ocigpu.cluster.plugins.module_utils import _autoscale_service', str(lib)],
+    # The service (and its self-healing loop) imports from the package alone too, with Ansible
+    # unimportable (the controller's venv has no ansible-core): `status` does not load it.
+    proc = subprocess.run([sys.executable, '-c', 'import sys; sys.path.insert(0, sys.argv[1]); sys.modules["ansible"] = None; '
+                           'from ocigpu_control import service, pull_server, heal, static', str(lib)],
                           env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     assert proc.returncode == 0, proc.stderr.decode()
 
