@@ -77,7 +77,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import match_nodes
-from ansible_collections.ocigpu.cluster.plugins.module_utils._health import is_busy, parse_slurm_nodes
+from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import is_busy, parse_slurm_nodes
 
 # The drain reason of a node being replaced; configure.yml resumes the Slurm name once a node with
 # another instance carries it (it defines the same text).

@@ -438,56 +438,7 @@ def metrics_text(results, observed, now):
     return '\n'.join(lines) + '\n'
 
 
-# Slurm's side: one parser and one drain/resume rule, for ocigpu-healthcheck, the slurm_node module
-# and the resize_plan filter. A check owns the drains whose reason starts with its owner prefix, and
-# changes no other drain (a person's, or another check's).
-
-BUSY_STATES = ('ALLOCATED', 'MIXED', 'COMPLETING')
-_FIELD_RE = re.compile(r'(?:^|\s)(\w+)=(\S*)')
-
-
-def parse_slurm_nodes(text):
-    """Nodes of `scontrol show node --oneliner`: [{name, addr, state, reason, gres, partitions}], reason '' when none,
-    without its `[user@time]` suffix (a reason may hold spaces, so it is read to that suffix)."""
-    nodes = []
-    for line in (text or '').splitlines():
-        fields = dict(_FIELD_RE.findall(line))
-        if not fields.get('NodeName'):
-            continue
-        reason = ''
-        if ' Reason=' in line:
-            reason = line.split(' Reason=', 1)[1]
-            reason = reason.rsplit(' [', 1)[0] if ' [' in reason else _FIELD_RE.split(reason, 1)[0]
-        nodes.append(dict(name=fields['NodeName'], addr=fields.get('NodeAddr') or fields['NodeName'],
-                          state=fields.get('State', ''), reason=reason.strip(), gres=fields.get('Gres', ''),
-                          partitions=fields.get('Partitions', '')))
-    return nodes
-
-
-def is_busy(state):
-    return any(b in (state or '') for b in BUSY_STATES)
-
-
 def clip_reason(text):
+    """A drain reason cut to what this collection writes into Slurm (REASON_MAX characters). Slurm's nodes
+    and the rule of which drains a check may change are in _slurm.py."""
     return text if len(text) <= REASON_MAX else text[:REASON_MAX - 3] + '...'
-
-
-def slurm_action(owner, node, failed, reason=''):
-    """What a check that owns the drains starting with `owner` does with a Slurm node.
-
-    node: a dict of parse_slurm_nodes, None when slurmctld does not know it. failed: True (drain with
-    `reason`), False (passed: resume if this owner drained it), None (could not tell: change nothing).
-    Returns (action, message), action one of 'drain', 'resume' or None."""
-    if node is None:
-        return None, 'unknown to slurmctld, nothing done'
-    drained = 'DRAIN' in node['state']
-    ours = node['reason'].startswith(owner)
-    if failed:
-        if drained and not ours:
-            return None, 'was drained by someone else (%s), left as it is' % node['reason']
-        if drained and node['reason'] == reason:
-            return None, 'stays drained (%s)' % reason
-        return 'drain', 'drained (%s)' % reason
-    if failed is False and drained and ours:
-        return 'resume', 'resumed (was: %s)' % node['reason']
-    return None, 'left drained (%s)' % node['reason'] if drained else 'not drained, nothing to do'

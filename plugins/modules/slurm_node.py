@@ -93,18 +93,21 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._health import (
-    clip_reason, is_busy, parse_slurm_nodes, slurm_action)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._health import clip_reason
+from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import parse_show_node, slurm_action
 
 
 def read_node(module, scontrol, name):
+    """The node as a _slurm.Node, None when slurmctld does not know it."""
     rc, out, err = module.run_command([scontrol, 'show', 'node', '--oneliner', name])
     if rc != 0 and 'not found' not in (err + out):
         module.fail_json(msg='scontrol show node %s failed (rc %d): %s' % (name, rc, (err or out).strip()))
-    node = next((n for n in parse_slurm_nodes(out) if n['name'] == name), None) if rc == 0 else None
-    if node is not None:
-        node.update(busy=is_busy(node['state']), drained='DRAIN' in node['state'])
-    return node
+    return parse_show_node(out).get(name) if rc == 0 else None
+
+
+def node_result(node):
+    """What RV(node) holds."""
+    return None if node is None else dict(node.as_dict(), busy=node.busy, drained=node.drain)
 
 
 def main():
@@ -131,16 +134,16 @@ def main():
                          msg='Slurm is not installed (no %s), nothing done' % p['scontrol'])
     node = read_node(module, scontrol, p['name'])
     if p['state'] == 'read':
-        module.exit_json(changed=False, slurm=True, node=node, action=None,
-                         msg='%s: %s' % (p['name'], 'unknown to slurmctld' if node is None else node['state']))
+        module.exit_json(changed=False, slurm=True, node=node_result(node), action=None,
+                         msg='%s: %s' % (p['name'], 'unknown to slurmctld' if node is None else node.state))
     action, message = slurm_action(p['owner'], node, p['state'] == 'drained', reason)
     if action and not module.check_mode:
         update = ['State=DRAIN', 'Reason=' + reason] if action == 'drain' else ['State=RESUME']
         rc, out, err = module.run_command([scontrol, 'update', 'NodeName=' + p['name']] + update)
         if rc != 0:
             module.fail_json(msg='scontrol update NodeName=%s %s failed (rc %d): %s'
-                             % (p['name'], update[0], rc, (err or out).strip()), node=node)
-    module.exit_json(changed=bool(action), slurm=True, node=node, action=action,
+                             % (p['name'], update[0], rc, (err or out).strip()), node=node_result(node))
+    module.exit_json(changed=bool(action), slurm=True, node=node_result(node), action=action,
                      msg='%s %s%s' % (p['name'], message, ' (check mode)' if action and module.check_mode else ''))
 
 

@@ -10,6 +10,7 @@ out=${OUT:-/tmp/node-health}
 mkdir -p "$out"
 lib=$(mktemp -d)
 cp plugins/module_utils/_health.py "$lib/ocigpu_health.py"
+cp plugins/module_utils/_slurm.py "$lib/ocigpu_slurm.py"
 export OCIGPU_HEALTH_LIB=$lib
 n=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 nvidia-smi --query-gpu=index,name,driver_version,ecc.errors.uncorrected.volatile.total,remapped_rows.pending,remapped_rows.failure,retired_pages.pending,pcie.link.width.current,pcie.link.width.max,pcie.link.gen.current,pcie.link.gen.max,clocks_throttle_reasons.hw_slowdown \

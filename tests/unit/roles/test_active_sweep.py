@@ -69,6 +69,7 @@ class Slurm(object):
         if not lib.exists():
             lib.mkdir()
             (lib / 'ocigpu_health.py').write_text(open(os.path.join(ROOT, 'plugins', 'module_utils', '_health.py')).read())
+            (lib / 'ocigpu_slurm.py').write_text(open(os.path.join(ROOT, 'plugins', 'module_utils', '_slurm.py')).read())
         argv = [sys.executable, PROGRAM, '--state', str(tmp / 'sweep.json'), '--program', '/usr/local/sbin/ocigpu-healthcheck']
         argv += ['--%s=%s' % (t, tmp / t) for t in ('squeue', 'scontrol', 'sbatch', 'scancel')]
         proc = subprocess.run(argv + list(extra), capture_output=True, text=True, timeout=60, check=False,

@@ -3,7 +3,7 @@
 a fake /sys/class/infiniband tree, a mounts file and a kernel log. Each failure drains the node with its
 reason; recovery resumes it; a node a person drained stays drained; a check that cannot read its data
 neither drains nor resumes. The program runs as installed: ocigpu_health.py (plugins/module_utils/_health.py)
-beside it."""
+and ocigpu_slurm.py (plugins/module_utils/_slurm.py) beside it."""
 from __future__ import annotations
 
 import json
@@ -17,6 +17,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PROGRAM = os.path.join(ROOT, 'roles', 'node_health', 'files', 'ocigpu-healthcheck')
 LIBRARY = os.path.join(ROOT, 'plugins', 'module_utils', '_health.py')
+SLURM_LIBRARY = os.path.join(ROOT, 'plugins', 'module_utils', '_slurm.py')
 
 HEALTHY_GPU = '{i}, 00000000:{bus:02X}:00.0, NVIDIA H100 80GB HBM3, 0, [N/A], [N/A], [N/A], No, No, 16, 16, Not Active'
 
@@ -54,6 +55,7 @@ class Node(object):
         self.lib = tmp / 'lib'
         self.lib.mkdir()
         shutil.copy(LIBRARY, str(self.lib / 'ocigpu_health.py'))
+        shutil.copy(SLURM_LIBRARY, str(self.lib / 'ocigpu_slurm.py'))
         self.gpus = [HEALTHY_GPU.format(i=i, bus=0x0f + 0x10 * i) for i in range(8)]
         self.smi_fails = False
         self.ports = dict(('mlx5_%d' % n, ('4: ACTIVE', '5: LinkUp', '200 Gb/sec (4X HDR)')) for n in (0, 1))

@@ -6,7 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ocigpu.cluster.plugins.filter.resize import REPLACE_REASON, resize_plan
-from ansible_collections.ocigpu.cluster.plugins.module_utils._health import parse_slurm_nodes
+from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import parse_slurm_nodes
 
 NODES = [dict(id='ocid1.instance.%d' % n, display_name='inst-%d-c1-cn-pool' % n, private_ip='10.0.1.%d' % n)
          for n in (1, 2, 3, 4)]
