@@ -4,9 +4,11 @@
 """Controller side of ocigpu.cluster.role_records: the roles' fingerprints (docs/rerun.md).
 
 A role's fingerprint is a hash of everything that decides what the role does on a host:
-- the role's files, the collection's plugins, the playbook that runs the task, the versions of the
-  installed collections (the on-demand nodes' pull bundle carries them) and the files named in the
-  task's files option (a variables file read on the nodes);
+- the role's files and the collection's code it uses or ships (plugin_utils/_role_code: the plugins
+  it names, the roles it includes, the files it takes from outside its folder, and the Python files
+  these import), the playbook that runs the task, the versions of the installed collections (the
+  on-demand nodes' pull bundle carries them) and the files named in the task's files option (a
+  variables file read on the nodes);
 - every variable of the host, rendered (inventory, group and extra vars, play vars, role defaults;
   those named like secrets hashed slowly, see SECRET), except Ansible's own, the observations listed
   in OBSERVATIONS and the names that start with an underscore: the playbook's registered results, and
@@ -28,6 +30,7 @@ import re
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.collection_loader import AnsibleCollectionConfig
+from ansible_collections.ocigpu.cluster.plugins.plugin_utils import _role_code
 
 COLLECTION_ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
@@ -77,24 +80,7 @@ def secret_digest(name, value):
                                SECRET_ROUNDS).hex()[:16]
 
 
-def tree_digest(path):
-    """A short hash of a file or of a folder's files (names and contents), without Python caches."""
-    digest = hashlib.sha256()
-    if os.path.isfile(path):
-        with open(path, 'rb') as handle:
-            digest.update(handle.read())
-        return digest.hexdigest()[:16]
-    for top, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if d != '__pycache__')
-        for name in sorted(files):
-            if name.endswith('.pyc'):
-                continue
-            full = os.path.join(top, name)
-            digest.update(os.path.relpath(full, path).encode('utf-8') + b'\0')
-            with open(full, 'rb') as handle:
-                digest.update(handle.read())
-            digest.update(b'\0')
-    return digest.hexdigest()[:16]
+tree_digest = _role_code.tree_digest
 
 
 def fact_inputs(facts):
@@ -140,12 +126,34 @@ def collection_versions(paths):
     return found
 
 
+def code_inputs(root, roles):
+    """The hashes of each role's files (role:<role>) and of the collection's code it uses or ships
+    (role:<role>:<path>, a file or folder of the collection), for the collection at root."""
+    inputs = {}
+    code = _role_code.Collection(root)
+    for role in roles:
+        if not os.path.isdir(os.path.join(root, 'roles', role)):
+            inputs['role:' + role] = 'missing'
+            continue
+        inputs['role:' + role] = code.digest('roles/' + role)
+        for path in code.role_code(role):
+            inputs['role:%s:%s' % (role, path)] = code.digest(path)
+    return inputs
+
+
+def role_of(name):
+    """The role whose files or code an input is (role:<role> and role:<role>:<path>), else None."""
+    return name.split(':')[1] if name.startswith('role:') else None
+
+
 def fingerprints(roles, inputs):
-    """Each role's fingerprint: its own files' hash and every input that is not another role's files."""
+    """Each role's fingerprint: its own files' and code's hashes, and every input that is not another
+    role's."""
     shared = sorted((name, digest) for name, digest in inputs.items() if not name.startswith('role:'))
     prints = {}
     for role in roles:
-        prints[role] = value_digest([inputs['role:' + role], shared])
+        own = sorted((name, digest) for name, digest in inputs.items() if role_of(name) == role)
+        prints[role] = value_digest([own, shared])
     return prints
 
 
@@ -161,11 +169,7 @@ class ActionModule(ActionBase):
             return '!%s' % type(exc).__name__
 
     def _inputs(self, roles, files, task_vars):
-        inputs = {}
-        for role in roles:
-            path = os.path.join(COLLECTION_ROOT, 'roles', role)
-            inputs['role:' + role] = tree_digest(path) if os.path.isdir(path) else 'missing'
-        inputs['code:plugins'] = tree_digest(os.path.join(COLLECTION_ROOT, 'plugins'))
+        inputs = code_inputs(COLLECTION_ROOT, roles)
         playbook = (self._task.get_path() or '').rpartition(':')[0]
         inputs['code:playbook'] = tree_digest(playbook) if os.path.isfile(playbook) else 'unknown'
         inputs['code:collections'] = value_digest(collection_versions(AnsibleCollectionConfig.collection_paths))
@@ -203,7 +207,11 @@ class ActionModule(ActionBase):
             except TypeError:
                 result.update(failed=True, msg='compare must be a boolean')
                 return result
-            inputs = self._inputs(roles, files, task_vars)
+            try:
+                inputs = self._inputs(roles, files, task_vars)
+            except ValueError as exc:  # a role's declaration of its code (__<role>_code)
+                result.update(failed=True, msg=str(exc))
+                return result
             prints = fingerprints(roles, inputs)
             if compare:
                 args.update(roles=prints, inputs=inputs)

@@ -17,8 +17,9 @@ description:
     of the items the role declares (files and folders with content, mode and owner; systemd units'
     active and enabled state; package versions; accounts; live kernel settings; mounts).
   - The controller side computes the fingerprints for O(state=verify) - a hash of the role's files,
-    the collection's plugins, the playbook, the host's variables (rendered), the facts the roles read
-    and the inventory's groups - and returns them with the names and hashes of the inputs
+    the collection's code the role uses or ships (the plugins it names, the roles it includes, the
+    files it takes from outside its folder and the Python files these import), the playbook, the
+    host's variables (rendered), the facts the roles read and the inventory's groups - and returns them with the names and hashes of the inputs
     (RV(fingerprints), RV(inputs)), for the record at the end of the run.
 author:
   - ocigpu.cluster maintainers (@ocigpu)
@@ -166,9 +167,10 @@ def _write(path, data):
 
 
 def relevant(inputs, role):
-    """The inputs of one role: everything but the other roles' files."""
+    """The inputs of one role: everything but the other roles' files and code (role:<role>, and
+    role:<role>:<path> for the collection's code it uses)."""
     return dict((name, digest) for name, digest in inputs.items()
-                if not name.startswith('role:') or name == 'role:' + role)
+                if not name.startswith('role:') or name.split(':')[1] == role)
 
 
 def verify(module, folder, fingerprints, inputs):
