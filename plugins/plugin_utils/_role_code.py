@@ -74,7 +74,8 @@ def _listing(path):
     names = []
     for top, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if d != '__pycache__')
-        names.extend(os.path.relpath(os.path.join(top, name), path) for name in sorted(files) if not name.endswith('.pyc'))
+        below = top[len(path):].lstrip(os.sep)
+        names.extend(os.path.join(below, name) for name in sorted(files) if not name.endswith('.pyc'))
     return names
 
 
