@@ -250,5 +250,5 @@ class Collection:
                         if found not in paths:
                             paths.add(found)
                             todo.append(found)
-        paths.discard(own)
+        paths = set(p for p in paths if p != own and not p.startswith(own + '/'))
         return set(p for p in paths if not any(p.startswith(q + '/') for q in paths if q != p))

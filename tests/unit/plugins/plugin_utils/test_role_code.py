@@ -117,6 +117,11 @@ def test_an_edit_of_a_role_reruns_that_role(tree, monkeypatch):
     assert rerun_after_edit(tree, monkeypatch, 'roles/common/tasks/main.yml') == {'common'} | BUNDLE
 
 
+def test_an_edit_of_a_roles_declaration_or_defaults_reruns_the_firewall(tree, monkeypatch):
+    # The firewall opens the firewall_ports of the other roles' declarations (__firewall_code).
+    assert rerun_after_edit(tree, monkeypatch, 'roles/slurm/defaults/main.yml') == {'slurm', 'firewall'} | BUNDLE
+
+
 def _role(root, name, files):
     for rel, text in files.items():
         path = root / 'roles' / name / rel
