@@ -249,9 +249,9 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.display import Display
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _inventory
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import SLURM_NAME_TAG
 from ansible_collections.ocigpu.cluster.plugins.module_utils._shapes import SHAPES, get_shape, is_gpu_shape
+from ansible_collections.ocigpu.cluster.plugins.plugin_utils import _inventory
 
 try:
     # ansible-core 2.19+: a string is a template only when explicitly trusted, and API data never is.

@@ -4,7 +4,8 @@
 
 """Bulk discovery of a tenancy's GPU nodes, for the ocigpu.cluster.gpu_nodes inventory plugin.
 
-This module util is PRIVATE to the collection: it can change at any time.
+This file is PRIVATE to the collection: it can change at any time. It runs on the controller only, so it
+lives in plugin_utils, not in module_utils (the modules' library that AnsiballZ ships to the targets).
 
 The number of API calls grows with compartments, subnets, clusters and images, never with the
 number of instances, and for one cluster (``cluster``) never with the other clusters of the tenancy:
