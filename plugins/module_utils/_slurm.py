@@ -13,6 +13,11 @@ check and the sweep of active checks run it.
     node = nodes['gpu-1']
     node.powered_down, node.drained_by('ocigpu-health:'), node.busy, node.reason, node.slurmd_start
 
+    scontrol = Scontrol(run)            # the adapter: run(argv) -> (exit status, stdout, stderr)
+    node = scontrol.node('gpu-1')       # None when slurmctld does not know it; SlurmError when it does not answer
+    action, message = slurm_action('ocigpu-health:', node, failed=True, reason='ocigpu-health: xid 79')
+    scontrol.apply('gpu-1', action, 'ocigpu-health: xid 79')     # drain or resume; (exit status, message)
+
 The Slurm builds this is written for and tested against:
 - Debian 13 (trixie)'s slurm-wlm 24.11.5 (slurmctld, slurmd, slurm-client 24.11.5-4+deb13u1), the
   build the test images and the demos run; the lines in tests/unit/plugins/module_utils/test_slurm.py
@@ -35,6 +40,7 @@ the callers make; each predicate is documented with the words it reads.
 from __future__ import annotations
 
 import re
+import subprocess  # nosec: fixed argument lists, no shell
 import time
 
 # The words of a node that runs or ends jobs.
@@ -231,3 +237,62 @@ def slurm_action(owner, node, failed, reason=''):
     if failed is False and ours:
         return 'resume', 'resumed (was: %s)' % node.reason
     return None, 'left drained (%s)' % node.reason if node.drain else 'not drained, nothing to do'
+
+
+class SlurmError(Exception):
+    """scontrol failed: slurmctld does not answer, or refused. text: scontrol's message (or its exit status)."""
+
+    def __init__(self, argv, status, text):
+        self.argv, self.status, self.text = list(argv), status, text
+        super(SlurmError, self).__init__('scontrol %s failed (rc %d): %s' % (' '.join(self.argv[1:]), status, text))
+
+
+def run_command(argv, timeout=60):
+    """(exit status, stdout, stderr) of argv: the runner of the programs on the nodes."""
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)  # nosec
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+class Scontrol(object):
+    """slurmctld through scontrol, for the programs and modules that read nodes and drain or resume them.
+
+    run(argv) -> (exit status, stdout, stderr): run_command() above on the nodes, AnsibleModule.run_command in a
+    module, or a runner of the caller's own (retries, a stand-in in tests). Nodes are read with
+    `scontrol show node --oneliner [names]` and changed with `scontrol update NodeName=<names> State=...`."""
+
+    def __init__(self, run=run_command, scontrol='scontrol'):
+        self.run = run
+        self.scontrol = scontrol
+
+    def show_node(self, names=None):
+        """{name: Node} of the nodes named (a hostlist), of every node without names. Raises SlurmError when
+        scontrol fails (slurmctld does not answer, or a name is unknown)."""
+        argv = [self.scontrol, 'show', 'node', '--oneliner'] + ([names] if names else [])
+        status, out, err = self.run(argv)
+        if status != 0:
+            raise SlurmError(argv, status, (err or out).strip() or 'exit status %d' % status)
+        return parse_show_node(out)
+
+    def node(self, name):
+        """The Node of name, None when slurmctld does not know it. Raises SlurmError when scontrol fails otherwise."""
+        try:
+            return self.show_node(name).get(name)
+        except SlurmError as exc:
+            if 'not found' in exc.text:
+                return None
+            raise
+
+    def update(self, names, *fields):
+        """(exit status, scontrol's message) of `scontrol update NodeName=<names> <fields>`."""
+        status, out, err = self.run([self.scontrol, 'update', 'NodeName=' + names] + list(fields))
+        return status, (err or out).strip()
+
+    def drain(self, names, reason):
+        return self.update(names, 'State=DRAIN', 'Reason=' + reason)
+
+    def resume(self, names):
+        return self.update(names, 'State=RESUME')
+
+    def apply(self, name, action, reason=''):
+        """Carry out an action of slurm_action: 'drain' (with reason) or 'resume'; (exit status, message)."""
+        return self.drain(name, reason) if action == 'drain' else self.resume(name)

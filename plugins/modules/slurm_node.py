@@ -94,15 +94,7 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._health import clip_reason
-from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import parse_show_node, slurm_action
-
-
-def read_node(module, scontrol, name):
-    """The node as a _slurm.Node, None when slurmctld does not know it."""
-    rc, out, err = module.run_command([scontrol, 'show', 'node', '--oneliner', name])
-    if rc != 0 and 'not found' not in (err + out):
-        module.fail_json(msg='scontrol show node %s failed (rc %d): %s' % (name, rc, (err or out).strip()))
-    return parse_show_node(out).get(name) if rc == 0 else None
+from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import Scontrol, SlurmError, slurm_action
 
 
 def node_result(node):
@@ -132,17 +124,20 @@ def main():
     if not scontrol:
         module.exit_json(changed=False, slurm=False, node=None, action=None,
                          msg='Slurm is not installed (no %s), nothing done' % p['scontrol'])
-    node = read_node(module, scontrol, p['name'])
+    slurm = Scontrol(module.run_command, scontrol)
+    try:
+        node = slurm.node(p['name'])
+    except SlurmError as exc:
+        module.fail_json(msg=str(exc))
     if p['state'] == 'read':
         module.exit_json(changed=False, slurm=True, node=node_result(node), action=None,
                          msg='%s: %s' % (p['name'], 'unknown to slurmctld' if node is None else node.state))
     action, message = slurm_action(p['owner'], node, p['state'] == 'drained', reason)
     if action and not module.check_mode:
-        update = ['State=DRAIN', 'Reason=' + reason] if action == 'drain' else ['State=RESUME']
-        rc, out, err = module.run_command([scontrol, 'update', 'NodeName=' + p['name']] + update)
+        rc, text = slurm.apply(p['name'], action, reason)
         if rc != 0:
-            module.fail_json(msg='scontrol update NodeName=%s %s failed (rc %d): %s'
-                             % (p['name'], update[0], rc, (err or out).strip()), node=node_result(node))
+            module.fail_json(msg='scontrol update NodeName=%s State=%s failed (rc %d): %s'
+                             % (p['name'], action.upper(), rc, text), node=node_result(node))
     module.exit_json(changed=bool(action), slurm=True, node=node_result(node), action=action,
                      msg='%s %s%s' % (p['name'], message, ' (check mode)' if action and module.check_mode else ''))
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import (
-    Node, is_busy, parse_show_node, parse_slurm_nodes, slurm_action)
+    Node, Scontrol, SlurmError, is_busy, parse_show_node, parse_slurm_nodes, run_command, slurm_action)
 
 # The layout of `scontrol -o show node` of Debian 13's Slurm 24.11.5 (slurmctld with a static node gpu-1
 # and CLOUD nodes od-[1-3]): every field as it printed them, double spaces and the trailing one included;
@@ -192,3 +192,49 @@ def test_a_node_is_an_immutable_value_with_a_dict_view():
         dict(name='gpu-2', addr='gpu-2', state='IDLE', reason='', gres='', partitions=''),
         dict(name='gpu-1', addr='gpu-1', state='IDLE', reason='', gres='', partitions='')]
     assert 'POWERED_DOWN' not in repr(Node('x', state='IDLE')) and "state='IDLE'" in repr(Node('x', state='IDLE'))
+
+
+class Answers(object):
+    """A runner for Scontrol: records each argv and answers (status, stdout, stderr) from a list."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.calls = []
+
+    def __call__(self, argv):
+        self.calls.append(argv)
+        return self.answers.pop(0)
+
+
+def test_the_adapter_reads_nodes_and_tells_unknown_from_unanswered():
+    run = Answers((0, CAPTURED + '\n', ''), (0, real('od-3', 'IDLE+CLOUD+DRAIN+POWERED_DOWN', 'a person') + '\n', ''),
+                  (1, '', 'Node gpu-9 not found\n'),
+                  (1, '', 'slurm_load_node error: Unable to contact slurm controller (connect failure)\n'))
+    slurm = Scontrol(run, '/usr/bin/scontrol')
+    assert list(slurm.show_node()) == ['gpu-1', 'od-1', 'od-2', 'od-3', 'od-4']
+    node = slurm.node('od-3')
+    assert node.drained and node.reason == 'a person'
+    assert slurm.node('gpu-9') is None
+    with pytest.raises(SlurmError) as raised:
+        slurm.node('od-1')
+    assert raised.value.text == 'slurm_load_node error: Unable to contact slurm controller (connect failure)'
+    assert str(raised.value).startswith('scontrol show node --oneliner od-1 failed (rc 1): slurm_load_node error')
+    assert run.calls == [['/usr/bin/scontrol', 'show', 'node', '--oneliner'],
+                         ['/usr/bin/scontrol', 'show', 'node', '--oneliner', 'od-3'],
+                         ['/usr/bin/scontrol', 'show', 'node', '--oneliner', 'gpu-9'],
+                         ['/usr/bin/scontrol', 'show', 'node', '--oneliner', 'od-1']]
+
+
+def test_the_adapter_drains_and_resumes_as_slurm_action_says():
+    run = Answers((0, '', ''), (0, '', ''), (1, '', 'slurm_update error: Invalid node name specified\n'))
+    slurm = Scontrol(run)
+    assert slurm.apply('gpu-1', 'drain', 'ocigpu-health: xid 79') == (0, '')
+    assert slurm.apply('gpu-1', 'resume') == (0, '')
+    assert slurm.drain('gpu-[1-2]', 'ocigpu-nccl: all_reduce x') == (1, 'slurm_update error: Invalid node name specified')
+    assert run.calls == [['scontrol', 'update', 'NodeName=gpu-1', 'State=DRAIN', 'Reason=ocigpu-health: xid 79'],
+                         ['scontrol', 'update', 'NodeName=gpu-1', 'State=RESUME'],
+                         ['scontrol', 'update', 'NodeName=gpu-[1-2]', 'State=DRAIN', 'Reason=ocigpu-nccl: all_reduce x']]
+
+
+def test_the_programs_runner_gives_status_and_both_outputs():
+    assert run_command(['sh', '-c', 'echo out; echo err >&2; exit 3']) == (3, 'out\n', 'err\n')
