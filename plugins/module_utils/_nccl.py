@@ -2,7 +2,7 @@
 # Copyright: ocigpu.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""NCCL tests: parse nccl-tests output, gate it, check node health (the report is _nccl_report's).
+"""NCCL tests: parse nccl-tests output, gate it, check node health (the report is the nccl_report module's).
 
 Everything here is plain Python with no Ansible import, so the parser and the gates are unit-tested
 on recorded outputs (tests/unit/data/nccl/). The modules nccl_health and nccl_report and the filters

@@ -1,6 +1,6 @@
 # Copyright: ocigpu.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parser, gates and health checks of plugins/module_utils/_nccl.py and the report of _nccl_report.py, on
+"""Parser, gates and health checks of plugins/module_utils/_nccl.py and the report of the nccl_report module, on
 recorded outputs: the seeds' printed tables and the runs of the nccl_tests role on 4x H200
 (tests/unit/data/nccl)."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _health as health
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _nccl as nccl
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _nccl_report as nccl_report
+from ansible_collections.ocigpu.cluster.plugins.modules import nccl_report
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / 'data' / 'nccl'
 
