@@ -122,6 +122,7 @@ class Collection:
         self._bytes = {}
         self._plugins = None
         self._roles = {}
+        self._direct_of = {}
         self._imported = {}
 
     def _listing(self, rel):
@@ -213,11 +214,26 @@ class Collection:
         """The collection's paths (files or folders, relative to the collection) that role's code covers
         beside its own folder, sorted; none inside another."""
         if role not in self._roles:
-            self._roles[role] = set()  # a role that includes itself, or two that include each other
-            self._roles[role] = self._role_code(role)
+            # The roles it includes, theirs, and so on (a cycle ends where it began).
+            reached, todo, paths = {role}, [role], set()
+            while todo:
+                found, included = self._direct(todo.pop())
+                paths.update(found)
+                for other in sorted(included - reached):
+                    if os.path.isdir(os.path.join(self.root, 'roles', other)):
+                        reached.add(other)
+                        todo.append(other)
+                        paths.add('roles/' + other)
+            self._roles[role] = self._closed(paths, 'roles/' + role)
         return sorted(self._roles[role])
 
-    def _role_code(self, role):
+    def _direct(self, role):
+        """What a role's own files name: (the collection's paths, the roles it includes)."""
+        if role not in self._direct_of:
+            self._direct_of[role] = self._scan(role)
+        return self._direct_of[role]
+
+    def _scan(self, role):
         own = 'roles/' + role
         plugins = self.plugins()
         paths, roles = set(), set()
@@ -234,12 +250,13 @@ class Collection:
             paths.update(path for _span, path in outside(text))
             paths.update(self._imports(text))
         paths.update(self.declared(role))
-        for other in sorted(roles - {role}):
-            if os.path.isdir(os.path.join(self.root, 'roles', other)):
-                paths.add('roles/' + other)
-                paths.update(self.role_code(other))
-        # The Python files these import, to the end (all under plugins/: none to look for when it is
-        # there whole).
+        return paths, roles
+
+    def _closed(self, paths, own):
+        """paths with the collection's Python files they import, to the end; without own (a role's
+        folder) and what is in it, nor a path inside another."""
+        paths = set(paths)
+        # All imports are under plugins/: none to look for when it is there whole.
         todo = sorted(paths) if 'plugins' not in paths else []
         while todo:
             for rel, data in self.files(todo.pop()):

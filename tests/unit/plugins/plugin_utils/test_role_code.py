@@ -162,6 +162,17 @@ def test_bare_module_names_declared_code_and_imports(tmp_path):
                                    'plugins/modules/probe.py', 'roles/a', 'tools']
 
 
+def test_roles_that_include_each_other_cover_each_others_code(tmp_path):
+    (tmp_path / 'plugins' / 'modules').mkdir(parents=True)
+    for name in ('one', 'two'):
+        (tmp_path / 'plugins' / 'modules' / (name + '.py')).write_text('')
+    _role(tmp_path, 'a', {'tasks/main.yml': '- ocigpu.cluster.one: {}\n- ansible.builtin.import_role:\n    name: ocigpu.cluster.b\n'})
+    _role(tmp_path, 'b', {'tasks/main.yml': '- ocigpu.cluster.two: {}\n- ansible.builtin.include_role:\n    name: "ocigpu.cluster.a"\n'})
+    code = _role_code.Collection(str(tmp_path))
+    assert code.role_code('a') == ['plugins/modules/one.py', 'plugins/modules/two.py', 'roles/b']
+    assert code.role_code('b') == ['plugins/modules/one.py', 'plugins/modules/two.py', 'roles/a']
+
+
 @pytest.mark.parametrize('value', ['/etc', '../x', '{a: 1}', '[1]'])
 def test_a_bad_declaration_is_refused(tmp_path, value):
     _role(tmp_path, 'a', {'vars/main.yml': '__a_code: %s\n' % (value if value.startswith(('{', '[')) else '[%s]' % value)})
