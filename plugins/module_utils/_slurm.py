@@ -20,13 +20,14 @@ check and the sweep of active checks run it.
 
 The Slurm builds this is written for and tested against:
 - Debian 13 (trixie)'s slurm-wlm 24.11.5 (slurmctld, slurmd, slurm-client 24.11.5-4+deb13u1), the
-  build the test images and the demos run; the lines in tests/unit/plugins/module_utils/test_slurm.py
-  marked "24.11.5" were printed by its scontrol.
-- EPEL 9's slurm 22.05.9 (Oracle Linux 9; EPEL 8 has 20.11.9, which lacks the power-saving states
-  the autoscaler uses, POWER_DOWN_FORCE and POWERED_DOWN, that came with 21.08).
-Both print `scontrol -o show node` the same way for what is read here: one line a node of Key=Value
-fields, State as a base state and its flags joined by '+', and Reason (with a ` [user@time]` suffix),
-Comment and Extra last.
+  build the test images and the demos run; the node lines of tests/unit/plugins/module_utils/test_slurm.py
+  (REAL, CAPTURED) are laid out as its scontrol printed them.
+- EPEL 9's slurm 22.05.9 (Oracle Linux 9; the version Fedora's package pages list for EPEL 9). Its
+  output was not captured here: the parser relies only on what scontrol's text form has long been,
+  one line a node of Key=Value fields, State as a base state and its flags joined by '+', Reason
+  (with a ` [user@time]` suffix) after the other fields and before Comment and Extra; the power-saving
+  words the predicates read (POWERED_DOWN, POWERING_UP, POWERING_DOWN, POWER_DOWN) are those the
+  autoscaler's POWER_DOWN_FORCE works with.
 
 Why the text form and not `scontrol --json show node`: the JSON form comes from the data_parser
 plugins of Slurm 23.02 and later (24.11.5 answers with data_parser v0.0.42: "state" a list of words,
