@@ -15,22 +15,21 @@ import os
 import subprocess
 import sys
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-from ocigpu_control.scaler import (
-    Autoscaler, ResumeFailed, check_config, log, scontrol_address_commands, scontrol_fail_command, setup_logging)
-from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
-from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError
+# Standard library only: a resume, suspend or resume-fail hands its request over without loading the
+# OCI SDK; the status, service and pull-server actions import scaler.py and the rest when they run.
+from ocigpu_control import requests
+from ocigpu_control.settings import ConfigError, load, log, scontrol_fail_command, setup_logging
 
 
 def load_config(path):
-    """Read the JSON written by the role; fill defaults; raise InputError naming a missing key."""
+    """Read the JSON written by the role; fill defaults; raise InputError naming a missing key or a bad
+    hostlist (scaler.check_config)."""
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+    from ocigpu_control.scaler import check_config
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except (IOError, OSError, ValueError) as exc:
-        raise InputError('config: cannot read %s: %s' % (path, exc))
-    return check_config(data)
+        return check_config(load(path))
+    except ConfigError as exc:
+        raise InputError(str(exc))
 
 
 def read_resume_file(path):
@@ -71,7 +70,7 @@ USAGE = """usage: %(prog)s [--config PATH] resume|suspend|resume-fail|status [HO
 """
 
 
-def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None, read=_read):
+def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
     """Entry point of the installed program; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     out = out or sys.stdout
@@ -88,22 +87,43 @@ def main(argv=None, autoscaler_factory=Autoscaler, run=_run, out=None, read=_rea
         return 2
     action, hostlist = argv[0], (argv[1] if len(argv) > 1 else '')
     try:
-        config = load_config(config_path)
-    except InputError as exc:
+        config = load(config_path)
+    except ConfigError as exc:
         sys.stderr.write('%s: %s\n' % (prog, exc))
         return 2
+    if action in ('status', 'service') or not config['service']:
+        from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+        try:
+            config = load_config(config_path)
+        except InputError as exc:
+            sys.stderr.write('%s: %s\n' % (prog, exc))
+            return 2
     setup_logging(config['log_file'])
-    if action == 'service' or (config['service'] and action != 'status'):
+    if action == 'service':
         from ocigpu_control import service
-        if action == 'service':
-            slurm = service.Slurm(config, run=run, read=read)
-            service.Service(config, autoscaler_factory, slurm).serve()
-            return 0
+        slurm = service.Slurm(config, run=run, read=read)
+        service.Service(config, autoscaler_factory or _autoscaler, slurm).serve()
+        return 0
+    if config['service'] and action != 'status':
         jobs = read_resume_file(os.environ.get('SLURM_RESUME_FILE')) if action == 'resume' else []
-        rid = service.submit(config, action, hostlist, jobs)
+        rid = requests.submit(config, action, hostlist, jobs)
         log.info('%s %s: handed to the autoscaler service (request %s%s)', action, hostlist, rid,
                  '; jobs %s' % ', '.join('%s: %s' % (j['job_id'], j['nodes']) for j in jobs) if jobs else '')
         return 0
+    return _inline(config, action, hostlist, autoscaler_factory or _autoscaler, run, out)
+
+
+def _autoscaler(config):
+    from ocigpu_control.scaler import Autoscaler
+    return Autoscaler(config)
+
+
+def _inline(config, action, hostlist, autoscaler_factory, run, out):
+    from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError
+    from ocigpu_control.scaler import ResumeFailed, scontrol_address_commands
     log.info('%s %s', action, hostlist)
     scontrol = config['scontrol']
     try:

@@ -52,10 +52,11 @@ except ImportError:  # pragma: no cover
     ThreadingHTTPServer = None
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-from ocigpu_control.scaler import (
-    NODE_TAG, PULL_CERT_TAG, PULL_SERVER_TAG, setup_logging)
+from ocigpu_control.scaler import NODE_TAG, PULL_CERT_TAG, PULL_SERVER_TAG
 from ocigpu_control.programs import load_config
-from ocigpu_control.service import PULL_FAILED, submit
+from ocigpu_control.requests import submit
+from ocigpu_control.service import PULL_FAILED
+from ocigpu_control.settings import setup_logging
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import SLURM_NAME_TAG
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, InputError, attr

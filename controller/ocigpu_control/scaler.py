@@ -37,10 +37,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import logging
 import os
 import re
-import sys
 import tempfile
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _oci
@@ -50,6 +48,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import pl
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     CLUSTER_TAG, InputError, attr, cluster_tags, is_live)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError, WaitFailed, Waiter
+from ocigpu_control.settings import ConfigError, log, with_defaults
 
 NODES_TAG = 'ocigpu-slurm-nodes'
 NODE_TAG = 'ocigpu-slurm-node'  # on each instance: its Slurm name, read by the node from the metadata service
@@ -58,46 +57,14 @@ PULL_SERVER_TAG = 'ocigpu-pull-server'  # on each instance, with PULL_CERT_TAG: 
 PULL_CERT_TAG = 'ocigpu-pull-cert'
 MAX_TAG_VALUE = 256  # OCI's limit on a freeform tag value
 
-# The service (service.py).
-SERVICE_DEFAULTS = dict(
-    service=False,               # the role sets true; false: the programs do the work themselves
-    poll_interval=1.0,           # seconds between looks at the request folder
-    reconcile_interval=30,       # seconds between comparisons of Slurm's nodes with OCI
-    takeover_after=20,           # seconds a node powers up with no request before the service resumes it
-    max_resume_attempts=5,       # failed resumes in a row before a job is held
-    retry_backoff=[60, 120, 300, 600],  # seconds before a requeued job may start again, by attempt
-    scontrol_retry_seconds=300,  # how long an scontrol that cannot reach slurmctld is tried again
-    reconfigure_delay=5,         # seconds one scontrol reconfigure waits for the other placements of a burst
-    squeue='squeue',
-)
-DEFAULTS = dict(
-    auth=dict(auth_type='instance_principal'),
-    wait_timeout=1800,
-    max_nodes_per_cluster_network=0,
-    state_file='/var/lib/ocigpu-autoscaler/state.json',
-    log_file='/var/log/ocigpu-autoscaler/autoscaler.log',
-    scontrol='scontrol',
-    resume_fail_reason_prefix='ocigpu-autoscaler',
-    node_setup_command=[],
-    freeform_tags={},
-    pull={},
-    # {conf, inputs, places}: topology.conf, the slurm role's topology.json, the places found (service)
-    topology={},
-    **SERVICE_DEFAULTS
-)
-REQUIRED = ('cluster_name', 'compartment_id', 'availability_domain', 'subnet_id', 'instance_configuration_id', 'nodes')
-
-log = logging.getLogger('ocigpu.autoscaler')
-
 
 # Configuration -----------------------------------------------------------------------------------
 
 def check_config(data):
-    config = dict(DEFAULTS)
-    config.update(data or {})
-    missing = [k for k in REQUIRED if not config.get(k)]
-    if missing:
-        raise InputError('config: %s missing' % ', '.join(missing))
+    try:
+        config = with_defaults(data)
+    except ConfigError as exc:
+        raise InputError(str(exc))
     config['node_names'] = expand_hostlist(config['nodes'])
     static = config.get('static') or {}
     if static:
@@ -467,21 +434,3 @@ def scontrol_address_commands(scontrol, mapping):
     """One `scontrol update` per node with its address and host name."""
     return [[scontrol, 'update', 'nodename=%s' % m['name'], 'nodeaddr=%s' % m['private_ip'],
              'nodehostname=%s' % m['hostname']] for m in mapping]
-
-
-def scontrol_fail_command(scontrol, hostlist, reason):
-    """Hand failed nodes back to Slurm: powered down at once, so their jobs are requeued."""
-    reason = re.sub(r'["\n]', ' ', reason)[:200]
-    return [scontrol, 'update', 'nodename=%s' % hostlist, 'state=POWER_DOWN_FORCE', 'reason=%s' % reason]
-
-
-def setup_logging(path, level=logging.INFO):
-    handler = logging.StreamHandler(sys.stderr)
-    if path:
-        directory = os.path.dirname(path)
-        if directory and not os.path.isdir(directory):
-            os.makedirs(directory, 0o750)
-        handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter('%(asctime)s %(process)d %(levelname)s %(message)s'))
-    log.handlers[:] = [handler]
-    log.setLevel(level)

@@ -45,11 +45,11 @@ import re
 import subprocess
 import threading
 import time
-import uuid
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-from ocigpu_control.scaler import (
-    ResumeFailed, StateFile, _error_text, log, scontrol_address_commands, scontrol_fail_command)
+from ocigpu_control.requests import request_dir, submit
+from ocigpu_control.scaler import ResumeFailed, StateFile, _error_text, log, scontrol_address_commands
+from ocigpu_control.settings import scontrol_fail_command
 from ocigpu_control import static as static_nodes
 from ocigpu_control.heal import Healer
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
@@ -61,10 +61,6 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import Wai
 RETURN_REASONS = ('ResumeTimeout reached', 'ocigpu-autoscaler')
 # The request the pull server writes when a new node says its pull failed (controller/ocigpu_control/pull_server.py).
 PULL_FAILED = 'pull_failed'
-
-
-def request_dir(config):
-    return os.path.join(os.path.dirname(config['state_file']) or '.', 'requests')
 
 
 def resume_groups(names, jobs):
@@ -87,30 +83,6 @@ def resume_groups(names, jobs):
         groups.append(([], rest))
     order = dict((n, i) for i, n in enumerate(names))
     return [(sorted(set(ids)), sorted(members, key=order.get)) for ids, members in groups]
-
-
-def _owned_like_parent(path):
-    """As root (the pull server), a request belongs to the service's user, who owns the state folder."""
-    if os.geteuid() == 0:
-        st = os.stat(os.path.dirname(os.path.abspath(path)))
-        os.chown(path, st.st_uid, st.st_gid)
-
-
-def submit(config, action, hostlist, jobs=None, source='slurmctld', **extra):
-    """Write a request for the service; return its id."""
-    folder = request_dir(config)
-    if not os.path.isdir(folder):
-        os.makedirs(folder, 0o700)
-        _owned_like_parent(folder)
-    # Ids sort in the order the requests were made (nanoseconds since the epoch first).
-    rid = '%020d-%s-%s' % (time.time_ns(), action, uuid.uuid4().hex[:8])
-    request = dict(extra, id=rid, action=action, nodes=hostlist, jobs=jobs or [], source=source, submitted=time.time())
-    tmp = os.path.join(folder, '.%s.tmp' % rid)
-    with open(tmp, 'w') as f:
-        json.dump(request, f)
-    _owned_like_parent(tmp)
-    os.rename(tmp, os.path.join(folder, rid + '.json'))
-    return rid
 
 
 def _jobs_text(ids):

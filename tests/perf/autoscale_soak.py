@@ -51,6 +51,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci  # noqa
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, _natural  # noqa: E402
 from ocigpu_control import scaler as _autoscale  # noqa: E402
 from ocigpu_control import service  # noqa: E402
+from ocigpu_control.settings import setup_logging  # noqa: E402
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm  # noqa: E402
 
 SHAPE = 'BM.GPU4.8'
@@ -273,7 +274,7 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
     conf = dict(config, service=True, scontrol_retry_seconds=2, reconcile_interval=30, takeover_after=20)
     if heal:
         conf['heal'] = dict(HEAL)
-    _autoscale.setup_logging(conf['log_file'])
+    setup_logging(conf['log_file'])
     model = SlurmModel(conf['node_names'], sim, conf, rng)
     slurm = service.Slurm(conf, run=model.run, read=model.read, sleep=lambda s: time.sleep(0.005))
     svc = service.Service(conf, _autoscale.Autoscaler, slurm, clock=sim.clock.now)

@@ -12,6 +12,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils import _hostlist
 from ocigpu_control import scaler as _autoscale
 from ocigpu_control import programs as _autoscale_cli
 from ocigpu_control import service
+from ocigpu_control.settings import setup_logging
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
 from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, config, gpu_instances, live, sim)
@@ -21,7 +22,7 @@ from tests.unit.controller.test_autoscale_faults import (
 
 def make(config, fake, **changes):  # pylint: disable=redefined-outer-name
     conf = dict(config, **dict(dict(service=True, scontrol_retry_seconds=5, reconfigure_delay=0.2), **changes))
-    _autoscale.setup_logging(conf['log_file'])
+    setup_logging(conf['log_file'])
     slurm = service.Slurm(conf, run=fake.run, read=fake.read, sleep=lambda s: None)
     return conf, service.Service(conf, _autoscale.Autoscaler, slurm)
 
