@@ -104,6 +104,16 @@ def test_changed_inputs_are_named_and_a_missing_record_is_said(node, capsys):
     assert result['reasons'] == {'common': 'no record of an earlier run', 'slurm': 'inputs changed: var:x'}
 
 
+def test_a_record_keeps_its_own_roles_code_and_names_the_file_that_changed(node, capsys):
+    inputs = {'var:x': '1', 'role:slurm': 'r1', 'role:slurm:plugins/modules/slurm_node.py': 'm1',
+              'role:common': 'c', 'role:common:plugins/filter/disks.py': 'd'}
+    assert role_records.relevant(inputs, 'slurm') == {'var:x': '1', 'role:slurm': 'r1', 'role:slurm:plugins/modules/slurm_node.py': 'm1'}
+    record(capsys, node, {'slurm': 'f1'}, inputs=inputs)
+    result = verify(capsys, node, {'slurm': 'f2'}, inputs=dict(inputs, **{'role:slurm:plugins/modules/slurm_node.py': 'm2',
+                                                                          'role:common:plugins/filter/disks.py': 'd2'}))
+    assert result['reasons'] == {'slurm': 'inputs changed: role:slurm:plugins/modules/slurm_node.py'}
+
+
 def test_check_mode_records_nothing(node, capsys):
     result = record(capsys, node, {'slurm': 'f1'}, check=True)
     assert result['changed'] is True and result['recorded'] == ['slurm']
