@@ -28,7 +28,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import SLURM_NAME_TAG
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
-from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import write_text
+from ocigpu_control.topology import write_text
 
 STATE_KEY = 'static_replacements'  # in the service's state file: {name: {old_id, before}}
 

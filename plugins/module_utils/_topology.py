@@ -5,16 +5,15 @@
 
 A place is (HPC island, network block, local block) OCIDs. One renderer of topology.conf (tree or
 block plugin) for its two writers: the slurm role (the ``slurm_topology`` filter), from the
-inventory's places of the static nodes, and the autoscaler, which adds the places of the on-demand
-nodes it brought up (``add_places``). ``pairs_by_block`` pairs nodes for two-node NCCL runs.
+inventory's places of the static nodes, and the autoscaler service, which adds the places of the
+on-demand nodes it brought up (controller/ocigpu_control/topology.py). ``pairs_by_block`` pairs nodes
+for two-node NCCL runs.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _health
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist
 
 PLACE_KEYS = ('hpc_island_id', 'network_block_id', 'local_block_id')
@@ -116,52 +115,6 @@ def tree_lines(placed, unknown=()):
     if len(top) > 1:
         lines.append('SwitchName=root Switches=%s' % ','.join(top))
     return lines
-
-
-def _read_json(path, default):
-    try:
-        with open(path, encoding='utf-8') as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        return default
-
-
-def write_text(path, text, atomic=True):
-    """Write a text file readable by all (0644); atomic: whole or not at all, as a reader sees it."""
-    if not atomic:
-        with open(path, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-        return
-    _health.write_text(path, text)
-
-
-def add_places(conf, inputs, places, found):
-    """Record ``found`` ({name: place}) in the places file and render topology.conf again from the
-    slurm role's inputs (topology.json) and every recorded place, keeping the file's comment lines.
-    Returns (names whose place is new, whether topology.conf changed), or None when there is nothing
-    to render from (no inputs: the slurm role wrote no topology for on-demand nodes)."""
-    data = _read_json(inputs, None)
-    if data is None:
-        return None
-    recorded = _read_json(places, {})
-    moved = sorted(n for n, p in found.items() if recorded.get(n) != list(p))
-    recorded.update((n, list(p)) for n, p in found.items())
-    if moved:
-        write_text(places, json.dumps(recorded, indent=2, sort_keys=True) + '\n')
-    unknown = data.get('unknown') or []
-    placed = with_places(data.get('placed') or {}, unknown, recorded)
-    try:
-        with open(conf, encoding='utf-8') as handle:
-            current = handle.read()
-    except FileNotFoundError:
-        current = None
-    head = [line for line in (current or '').splitlines() if line.startswith('#')]
-    text = '\n'.join(head + topology_lines(data.get('kind') or 'tree', placed, unknown)) + '\n'
-    changed = current != text
-    if changed:
-        # In place: Slurm's user may write the file but not its folder.
-        write_text(conf, text, atomic=False)
-    return moved, changed
 
 
 def pairs_by_block(places):

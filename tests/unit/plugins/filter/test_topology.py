@@ -97,7 +97,7 @@ def test_the_autoscaler_renders_the_same_lines_from_the_roles_inputs(tmp_path):
     the lines the filter gives, for either plugin; the file's comments stay; nothing new, nothing written."""
     import json
     from ansible_collections.ocigpu.cluster.plugins.filter.topology import slurm_topology_inputs
-    from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import add_places
+    from ocigpu_control.topology import add_places
     static = thirty_two()[:12]
     place = [ISLAND, BLOCKS[1], LOCALS[2]]
     for kind in ('tree', 'block'):
