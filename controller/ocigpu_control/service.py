@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import threading
 import time
@@ -51,14 +50,16 @@ from ocigpu_control.requests import request_dir, submit
 from ocigpu_control.scaler import ResumeFailed, StateFile, _error_text, log, scontrol_address_commands
 from ocigpu_control.settings import scontrol_fail_command
 from ocigpu_control import static as static_nodes
+from ocigpu_control import decide
 from ocigpu_control.heal import Healer
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
-from ocigpu_control.topology import add_places
+from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import parse_show_node
+from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import add_places
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError
 
 # Reasons of DOWN nodes that the service returns to service: a failed resume, never a person's.
-RETURN_REASONS = ('ResumeTimeout reached', 'ocigpu-autoscaler')
+RETURN_REASONS = decide.RETURN_REASONS
 # The request the pull server writes when a new node says its pull failed (controller/ocigpu_control/pull_server.py).
 PULL_FAILED = 'pull_failed'
 
@@ -134,30 +135,20 @@ class Slurm(object):
         return status
 
     def nodes(self, hostlist):
-        """{name: (set of state flags, reason)} from `scontrol -o show node`; None when slurmctld does not answer."""
+        """{name: Node} (module_utils/_slurm.py) from `scontrol -o show node`; None when slurmctld does not answer."""
         status, out = self._read([self.scontrol, '-o', 'show', 'node', hostlist])
         if status != 0:
             return None
-        found = {}
-        for line in out.splitlines():
-            name = re.search(r'(?:^| )NodeName=(\S+)', line)
-            state = re.search(r' State=(\S+)', line)
-            if not (name and state):
-                continue
-            reason = re.search(r' Reason=(.*?)(?: \[[^\]]*\])?(?: \w+=|$)', line)
-            found[name.group(1)] = (set(state.group(1).split('+')), reason.group(1) if reason else '')
-        return found
+        return parse_show_node(out)
 
     def node_fields(self, name):
         """One node's NodeAddr and SlurmdStartTime (seconds since the epoch, None when it never started)
         from `scontrol -o show node`; None when slurmctld does not answer."""
-        status, out = self._read([self.scontrol, '-o', 'show', 'node', name])
-        if status != 0:
+        nodes = self.nodes(name)
+        if nodes is None:
             return None
-        addr = re.search(r'(?:^| )NodeAddr=(\S+)', out)
-        started = re.search(r' SlurmdStartTime=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)', out)
-        return dict(addr=addr.group(1) if addr else None,
-                    slurmd_start=time.mktime(time.strptime(started.group(1), '%Y-%m-%dT%H:%M:%S')) if started else None)
+        node = nodes.get(name)
+        return dict(addr=node.address if node else None, slurmd_start=node.slurmd_start if node else None)
 
     def jobs_on(self, names):
         """[{'job_id', 'nodes'}] of the pending or configuring jobs that hold any of the names."""
@@ -476,10 +467,10 @@ class Service(object):
             return True
         what = compress_hostlist(names)
         nodes = self.slurm.nodes(what) or {}
-        booting = [n for n in names if 'POWERING_UP' in nodes.get(n, ((), ''))[0]]
+        booting = [n for n in names if n in nodes and nodes[n].powering_up]
         if not booting:
             log.warning('%s: %s; not powering up (%s), left alone', what, message,
-                        ', '.join('%s %s' % (n, '+'.join(sorted(nodes[n][0]))) for n in names if n in nodes) or 'unknown')
+                        ', '.join('%s %s' % (n, '+'.join(sorted(nodes[n].flags))) for n in names if n in nodes) or 'unknown')
             return False
         with self.lock:
             self.resumed -= set(booting)
@@ -536,7 +527,11 @@ class Service(object):
 
     # reconcile
     def reconcile(self, now=None):
-        """One comparison of Slurm's nodes with OCI (see the module's docs); returns what it did."""
+        """One comparison of Slurm's nodes with OCI (see the module's docs); returns what it did.
+
+        Observe (Slurm's nodes, the requests at work, the cluster networks), decide (decide.reconcile, one
+        action per group of nodes), apply. The self-healing loop takes its step first: it reads the reasons
+        of failed new instances before they are returned to service."""
         now = self.clock() if now is None else now
         self.last_reconcile = now
         done = dict(returned=[], taken_over=[], terminated=[])
@@ -545,56 +540,53 @@ class Service(object):
             log.warning('reconcile: slurmctld does not answer; nothing compared')
             return done
         busy = self.busy_names()
-        # First: the loop reads the reasons of failed new instances before they are returned to service.
         done['heal'] = self.healer.step(nodes, busy)
         self.last_heal = now
-
-        down = [n for n in self.config['node_names'] if n in nodes and n not in busy
-                and 'DOWN' in nodes[n][0] and 'POWERED_DOWN' in nodes[n][0]
-                and any(r in nodes[n][1] for r in RETURN_REASONS)]
-        if down:
-            what = compress_hostlist(down)
-            status = self.slurm.return_to_service(what)
-            log.info('reconcile: %s DOWN after a failed resume (%s); %s', what,
-                     '; '.join(sorted(set(nodes[n][1] for n in down))),
-                     'returned to service powered down (state=RESUME)' if not status else
-                     'returning them to service failed (scontrol exited %s)' % status)
-            done['returned'] = down
-
-        # Nodes this service resumed boot and register on their own time (up to ResumeTimeout).
         with self.lock:
-            self.resumed &= set(n for n in nodes if 'POWERING_UP' in nodes[n][0])
-            booting = set(self.resumed)
-        up = [n for n in self.config['node_names'] if n in nodes and n not in busy and n not in booting
-              and 'POWERING_UP' in nodes[n][0]]
-        seen = dict((n, self.powering_seen.get(n, now)) for n in up)
-        self.powering_seen = seen
-        orphans = [n for n in up if now - seen[n] >= float(self.config['takeover_after'])]
-        if orphans:
-            jobs = self.slurm.jobs_on(orphans)
-            what = compress_hostlist(orphans)
-            rid = submit(self.config, 'resume', what, jobs, source='reconcile')
-            log.warning('reconcile: %s powering up for %ds with no resume at work (its program died?); '
-                        'resuming them (request %s%s)', what, int(now - min(seen[n] for n in orphans)), rid,
-                        _jobs_text([j['job_id'] for j in jobs]))
-            for n in orphans:
-                self.powering_seen.pop(n, None)
-            done['taken_over'] = orphans
-
-        scaler = self.scaler_factory(self.config)
-        for cn, carried in scaler.cluster_networks():
-            if set(carried) & busy:
-                continue
-            off = [n for n in carried if n in nodes and 'POWERED_DOWN' in nodes[n][0] and 'POWERING_UP' not in nodes[n][0]]
-            if len(off) != len(carried):
-                continue
-            log.warning('reconcile: cluster network %s (%s) carries only powered-down nodes %s (their suspend '
-                        'died?); terminating it', cn.id, cn.display_name, compress_hostlist(carried))
-            scaler.suspend(compress_hostlist(carried), action='reconcile')
-            done['terminated'].append(cn.id)
+            # Nodes this service resumed boot and register on their own time (up to ResumeTimeout).
+            self.resumed &= set(n for n in nodes if nodes[n].powering_up)
+            resumed = set(self.resumed)
+        scaler, error = None, None
+        try:
+            scaler = self.scaler_factory(self.config)
+            networks = [(cn.id, cn.display_name, carried) for cn, carried in scaler.cluster_networks()]
+        # What Slurm showed is acted on all the same; the error ends the pass afterwards, as before.
+        except Exception as exc:  # pylint: disable=broad-except
+            networks, error = None, exc
+        observed = decide.Observation(nodes, busy, networks=networks, resumed=resumed, powering_seen=self.powering_seen)
+        self.powering_seen = {}
+        for decision in decide.reconcile(observed, now, decide.settings(self.config)):
+            self._apply(decision, nodes, now, scaler, done)
         if done['terminated']:
             self._hosts_freed('reconcile')
+        if error is not None:
+            raise error
         return done
+
+    def _apply(self, decision, nodes, now, scaler, done):
+        """Carry out one of the reconcile's decisions, for its group of nodes: one command, one log line."""
+        names = decision.names
+        what = compress_hostlist(names)
+        if decision.action == decide.RETURN_TO_SERVICE:
+            status = self.slurm.return_to_service(what)
+            log.info('reconcile: %s DOWN after a failed resume (%s); %s', what, decision.why,
+                     'returned to service powered down (state=RESUME)' if not status else
+                     'returning them to service failed (scontrol exited %s)' % status)
+            done['returned'] = names
+        elif decision.action == decide.WATCH:
+            self.powering_seen.update(decision.data['seen'])
+        elif decision.action == decide.TAKE_OVER:
+            jobs = self.slurm.jobs_on(names)
+            rid = submit(self.config, 'resume', what, jobs, source='reconcile')
+            log.warning('reconcile: %s powering up for %ds with no resume at work (its program died?); '
+                        'resuming them (request %s%s)', what, int(now - decision.data['since']), rid,
+                        _jobs_text([j['job_id'] for j in jobs]))
+            done['taken_over'] = names
+        elif decision.action == decide.TERMINATE_NETWORK:
+            log.warning('reconcile: cluster network %s (%s) carries only powered-down nodes %s (their suspend '
+                        'died?); terminating it', decision.data['id'], decision.data['display_name'], what)
+            scaler.suspend(what, action='reconcile')
+            done['terminated'].append(decision.data['id'])
 
     def _carriers(self):
         """{name: 'cluster network <name> (<id>) beside <others>'} for each name a live cluster network
