@@ -55,7 +55,7 @@ from ocigpu_control.heal import Healer
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import parse_show_node
-from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import add_places
+from ocigpu_control.topology import add_places
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError
 
 # Reasons of DOWN nodes that the service returns to service: a failed resume, never a person's.
