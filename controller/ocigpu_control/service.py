@@ -141,15 +141,6 @@ class Slurm(object):
             return None
         return parse_show_node(out)
 
-    def node_fields(self, name):
-        """One node's NodeAddr and SlurmdStartTime (seconds since the epoch, None when it never started)
-        from `scontrol -o show node`; None when slurmctld does not answer."""
-        nodes = self.nodes(name)
-        if nodes is None:
-            return None
-        node = nodes.get(name)
-        return dict(addr=node.address if node else None, slurmd_start=node.slurmd_start if node else None)
-
     def jobs_on(self, names):
         """[{'job_id', 'nodes'}] of the pending or configuring jobs that hold any of the names."""
         status, out = self._read([self.squeue, '-h', '-t', 'CF,PD', '-o', '%i %N'])
