@@ -5,7 +5,8 @@
 """The command line of Slurm power saving on OCI: the programs the slurm_autoscaler role installs run
 main() with the configuration file (--config) and an action (resume, suspend, resume-fail, status,
 service, pull-server) and, from Slurm, a hostlist; a resume reads the jobs of Slurm's resume file
-(SLURM_RESUME_FILE). The logic is scaler.py's, the service's service.py's.
+(SLURM_RESUME_FILE). resume, suspend and resume-fail only hand a request to the service (requests.py);
+the work is service.py's and scaler.py's.
 """
 
 from __future__ import annotations
@@ -60,11 +61,15 @@ def _read(argv):
     return proc.returncode, proc.stdout.decode('utf-8', 'replace')
 
 
+NOT_RUNNING = 'the autoscaler service is not running'
+
 USAGE = """usage: %(prog)s [--config PATH] resume|suspend|resume-fail|status [HOSTLIST]
-  resume HOSTLIST       create (or adopt) the nodes' cluster network, then set their addresses in Slurm
-  suspend HOSTLIST      release the nodes; terminate cluster networks whose nodes are all released
+  resume HOSTLIST       hand the nodes to the autoscaler service, which makes (or adopts) their cluster
+                        network and sets their addresses; with the service not running, hand them back
+  suspend HOSTLIST      hand the nodes to the service, which releases them and terminates cluster
+                        networks whose nodes are all released
   resume-fail HOSTLIST  same as suspend (Slurm's ResumeFailProgram)
-  status                print the autoscaled cluster networks as JSON
+  status                print the autoscaled cluster networks as JSON, and the service's heartbeat
   service               carry out the requests the programs hand over, and reconcile Slurm with OCI
   pull-server           serve the pull path (bundle and join) to on-demand nodes
 """
@@ -91,7 +96,7 @@ def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
     except ConfigError as exc:
         sys.stderr.write('%s: %s\n' % (prog, exc))
         return 2
-    if action in ('status', 'service') or not config['service']:
+    if action in ('status', 'service'):
         from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
         try:
             config = load_config(config_path)
@@ -104,13 +109,9 @@ def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
         slurm = service.Slurm(config, run=run, read=read)
         service.Service(config, autoscaler_factory or _autoscaler, slurm).serve()
         return 0
-    if config['service'] and action != 'status':
-        jobs = read_resume_file(os.environ.get('SLURM_RESUME_FILE')) if action == 'resume' else []
-        rid = requests.submit(config, action, hostlist, jobs)
-        log.info('%s %s: handed to the autoscaler service (request %s%s)', action, hostlist, rid,
-                 '; jobs %s' % ', '.join('%s: %s' % (j['job_id'], j['nodes']) for j in jobs) if jobs else '')
-        return 0
-    return _inline(config, action, hostlist, autoscaler_factory or _autoscaler, run, out)
+    if action == 'status':
+        return _status(config, autoscaler_factory or _autoscaler, out)
+    return hand_over(config, action, hostlist, run)
 
 
 def _autoscaler(config):
@@ -118,45 +119,68 @@ def _autoscaler(config):
     return Autoscaler(config)
 
 
-def _inline(config, action, hostlist, autoscaler_factory, run, out):
+def _beat_text(config):
+    found = requests.heartbeat(config)
+    if found is None:
+        return 'no heartbeat (%s missing or unreadable)' % requests.heartbeat_path(config)
+    return 'last heartbeat %ds ago from pid %s (%s after %ds)' % (
+        found['age'], found.get('pid'), 'alive' if found['age'] <= requests.stale_after(config) else 'not running',
+        requests.stale_after(config))
+
+
+def _status(config, autoscaler_factory, out):
+    """The autoscaled cluster networks as JSON on stdout; the service's heartbeat on stderr."""
     from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-    from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist
     from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
     from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError
-    from ocigpu_control.scaler import ResumeFailed, scontrol_address_commands
-    log.info('%s %s', action, hostlist)
-    scontrol = config['scontrol']
+    sys.stderr.write('service: %s\n' % _beat_text(config))
+    log.info('status')
     try:
-        scaler = autoscaler_factory(config)
-        if action == 'status':
-            out.write(json.dumps(scaler.status(), indent=1) + '\n')
-            return 0
-        if action in ('suspend', 'resume-fail'):
-            result = scaler.suspend(hostlist, action=action)
-            log.info('%s %s: %s', action, hostlist, json.dumps(result))
-            return 0
-        mapping = scaler.resume(hostlist)
-    except ResumeFailed as exc:
-        log.info('resume %s: failure details %s', hostlist, json.dumps(exc.details, default=str))
-        status = run(scontrol_fail_command(scontrol, hostlist, '%s: %s' % (
-            config['resume_fail_reason_prefix'], exc.message)))
-        log.error('resume %s failed: %s; %s; %s', hostlist, exc.message, exc.outcome,
+        out.write(json.dumps(autoscaler_factory(config).status(), indent=1) + '\n')
+    except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
+        log.error('status failed: %s', getattr(exc, 'message', None) or exc)
+        return 1
+    return 0
+
+
+def hand_over(config, action, hostlist, run):
+    """Write the request for the service. When the service is not running (no heartbeat within
+    requests.stale_after), a resume hands its nodes back to Slurm at once instead, and so does every
+    program for the resumes the dead service left in flight: Slurm requeues their jobs. A suspend is
+    written all the same: the service carries it out when it comes back."""
+    alive = requests.service_alive(config)
+    if not alive:
+        _hand_back_in_flight(config, run)
+    if action == 'resume' and not alive:
+        status = run(scontrol_fail_command(config['scontrol'], hostlist, '%s: %s' % (
+            config['resume_fail_reason_prefix'], NOT_RUNNING)))
+        log.error('resume %s: %s (%s); %s', hostlist, NOT_RUNNING, _beat_text(config),
                   'handing %s back to Slurm failed (scontrol exited %s)' % (hostlist, status) if status else
                   '%s handed back to Slurm (state=POWER_DOWN_FORCE)' % hostlist)
         return 1
-    except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
-        log.error('%s %s failed: %s', action, hostlist, getattr(exc, 'message', None) or exc)
-        if action == 'resume':
-            run(scontrol_fail_command(scontrol, hostlist, '%s: %s' % (
-                config['resume_fail_reason_prefix'], getattr(exc, 'message', None) or exc)))
-        return 1
-    status = 0
-    for cmd in scontrol_address_commands(scontrol, mapping):
-        status = run(cmd) or status
-    if config['node_setup_command']:
-        env_nodes = json.dumps(mapping)
-        cmd = list(config['node_setup_command']) + [compress_hostlist(m['name'] for m in mapping)]
-        os.environ['OCIGPU_AUTOSCALER_NODES'] = env_nodes
-        status = run(cmd) or status
-    log.info('resume %s: %s', hostlist, json.dumps(mapping))
-    return 1 if status else 0
+    jobs = read_resume_file(os.environ.get('SLURM_RESUME_FILE')) if action == 'resume' else []
+    rid = requests.submit(config, action, hostlist, jobs)
+    log.info('%s %s: handed to the autoscaler service (request %s%s)', action, hostlist, rid,
+             '; jobs %s' % ', '.join('%s: %s' % (j['job_id'], j['nodes']) for j in jobs) if jobs else '')
+    if not alive:
+        log.warning('%s %s: %s (%s); the request waits for it', action, hostlist, NOT_RUNNING, _beat_text(config))
+    return 0
+
+
+def _hand_back_in_flight(config, run):
+    """The resumes a dead service left: their nodes are handed back and their requests removed (the
+    suspend Slurm runs for the handed-back nodes ends what was made, once the service is back)."""
+    for path, request in requests.in_flight_resumes(config):
+        what = request['nodes']
+        status = run(scontrol_fail_command(config['scontrol'], what, '%s: %s' % (
+            config['resume_fail_reason_prefix'], NOT_RUNNING)))
+        if status:
+            log.error('resume %s (request %s): %s; handing %s back to Slurm failed (scontrol exited %s)',
+                      what, request.get('id'), NOT_RUNNING, what, status)
+            continue
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        log.error('resume %s (request %s): %s (%s); %s handed back to Slurm (state=POWER_DOWN_FORCE)',
+                  what, request.get('id'), NOT_RUNNING, _beat_text(config), what)

@@ -46,7 +46,7 @@ import threading
 import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-from ocigpu_control.requests import request_dir, submit
+from ocigpu_control.requests import keep_beating, request_dir, submit
 from ocigpu_control.scaler import ResumeFailed, StateFile, _error_text, log, scontrol_address_commands
 from ocigpu_control.settings import scontrol_fail_command
 from ocigpu_control import static as static_nodes
@@ -610,6 +610,7 @@ class Service(object):
     # the loop
     def serve(self, stop=None, sleep=None):
         stop = stop or threading.Event()
+        keep_beating(self.config, stop)  # the programs hand the nodes back when it stops (requests.py)
         waiting = self.waiting()
         log.info('service: started; %d request(s) waiting%s', len(waiting),
                  (' (%s)' % ', '.join(w[0] for w in waiting)) if waiting else '')

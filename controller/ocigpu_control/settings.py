@@ -17,7 +17,6 @@ import sys
 
 # The service (service.py).
 SERVICE_DEFAULTS = dict(
-    service=False,               # the role sets true; false: the programs do the work themselves
     poll_interval=1.0,           # seconds between looks at the request folder
     reconcile_interval=30,       # seconds between comparisons of Slurm's nodes with OCI
     takeover_after=20,           # seconds a node powers up with no request before the service resumes it

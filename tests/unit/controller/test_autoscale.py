@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 import threading
 import urllib.request
 
@@ -16,6 +17,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils import _hostlist, _
 from ocigpu_control import scaler as _autoscale
 from ocigpu_control import programs as _autoscale_cli
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+from tests.unit.controller.slurmctld import Slurm
 
 SHAPE = 'BM.GPU4.8'
 
@@ -263,8 +265,9 @@ def write_config(tmp_path, config):
 
 def test_program_resume_sets_addresses_then_suspend(sim, tmp_path, config):
     path = write_config(tmp_path, config)
-    ran = []
-    assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-2]'], run=lambda a: ran.append(a) or 0) == 0
+    slurm = Slurm(path)  # the program hands over, the service carries it out
+    ran = slurm.commands
+    assert slurm('resume', 'gpu-[1-2]') == 0
     ips = sorted(i['id'] for i in gpu_instances(sim))
     assert len(ips) == 2 and len(ran) == 2
     assert ran[0][:3] == ['/usr/bin/scontrol', 'update', 'nodename=gpu-1']
@@ -276,15 +279,16 @@ def test_program_resume_sets_addresses_then_suspend(sim, tmp_path, config):
     assert _autoscale_cli.main(['--config', path, 'status'], run=ran.append, out=out) == 0
     assert json.loads(out.getvalue())[0]['nodes'] == 'gpu-[1-2]'
 
-    assert _autoscale_cli.main(['--config', path, 'suspend', 'gpu-[1-2]'], run=ran.append) == 0
+    assert slurm('suspend', 'gpu-[1-2]') == 0
     assert gpu_instances(sim) == [] and len(ran) == 2
 
 
 def test_program_capacity_failure_powers_the_nodes_down(sim, tmp_path, config):
     sim.capacity.set(SHAPE, 0)
     path = write_config(tmp_path, config)
-    ran = []
-    assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-2]'], run=lambda a: ran.append(a) or 0) == 1
+    slurm = Slurm(path)
+    ran = slurm.commands
+    assert slurm('resume', 'gpu-[1-2]') == 1
     assert ran == [['/usr/bin/scontrol', 'update', 'nodename=gpu-[1-2]', 'state=POWER_DOWN_FORCE',
                     ran[0][4]]]
     assert ran[0][4].startswith('reason=ocigpu-autoscaler: ') and 'Out of host capacity.' in ran[0][4]
@@ -306,10 +310,11 @@ def test_node_setup_command_gets_the_mapping(sim, tmp_path, config, monkeypatch)
     path = write_config(tmp_path, config)
     seen = []
 
-    def run(argv):
-        seen.append((argv, __import__('os').environ.get('OCIGPU_AUTOSCALER_NODES')))
-        return 0
-    assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-3'], run=run) == 0
+    def run(argv, env=None, **_kwargs):  # the service runs the command with subprocess.run
+        seen.append((argv, env.get('OCIGPU_AUTOSCALER_NODES')))
+        return subprocess.CompletedProcess(argv, 0, b'')
+    monkeypatch.setattr(subprocess, 'run', run)
+    assert Slurm(path)('resume', 'gpu-3') == 0
     argv, env = seen[-1]
     assert argv == ['/usr/local/sbin/setup-nodes', '--limit', 'gpu-3']
     assert json.loads(env)[0]['name'] == 'gpu-3'

@@ -14,6 +14,8 @@ import time
 
 from ocigpu_control import scaler as _autoscale
 from ocigpu_control import programs as _autoscale_cli
+from ocigpu_control import requests
+from tests.unit.controller.slurmctld import Slurm
 # The same simulator, configuration and autoscaler as the plain autoscaler tests.
 from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, config, gpu_instances, live, scaler, sim)
@@ -29,30 +31,6 @@ def program_config(tmp_path, config, **changes):  # pylint: disable=redefined-ou
     path = tmp_path / 'autoscaler.json'
     path.write_text(json.dumps(data))
     return str(path)
-
-
-class Slurm(object):
-    """Runs the program as slurmctld would, recording the scontrol commands it gives."""
-
-    def __init__(self, path, factory=_autoscale.Autoscaler):
-        self.path = path
-        self.factory = factory
-        self.commands = []
-        self._lock = threading.Lock()
-
-    def _run(self, argv):
-        with self._lock:
-            self.commands.append(argv)
-        return 0
-
-    def __call__(self, action, hostlist):
-        return _autoscale_cli.main(['--config', self.path, action, hostlist], autoscaler_factory=self.factory, run=self._run)
-
-    def power_downs(self):
-        return [c for c in self.commands if 'state=POWER_DOWN_FORCE' in c]
-
-    def addresses(self):
-        return [c[2] for c in self.commands if len(c) > 3 and c[3].startswith('nodeaddr=')]
 
 
 def log_lines(config):  # pylint: disable=redefined-outer-name
@@ -107,7 +85,7 @@ def test_out_of_host_capacity_hands_the_nodes_back_and_a_later_resume_succeeds(s
     line, = logged(config, 'resume gpu-[1-2] failed')
     assert line == ('resume gpu-[1-2] failed: cluster network as-gpu-1-2 for gpu-[1-2] failed: Out of host capacity.; '
                     'cluster network %s terminated, nothing of gpu-[1-2] is left running; '
-                    'gpu-[1-2] handed back to Slurm (state=POWER_DOWN_FORCE)' % failed_id)
+                    'gpu-[1-2] handed back to Slurm powered down (state=POWER_DOWN_FORCE)' % failed_id)
 
     # Slurm requeues the job and resumes the same nodes later; the hosts are there by then.
     sim.capacity.set(SHAPE, None)
@@ -160,7 +138,9 @@ def test_resume_fail_of_some_nodes_keeps_the_cluster_network_for_the_others(sim,
 
 def test_resume_after_the_controller_died_mid_resume_adopts_the_cluster_network(sim, tmp_path, config):
     path = program_config(tmp_path, config, scontrol='true')
-    cn_id = kill_while_provisioning(sim, path, 'resume', 'gpu-[1-2]')
+    requests.beat(config, time.time())
+    assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-2]']) == 0
+    cn_id = kill_while_provisioning(sim, path, 'service')
     logged(config, 'resume gpu-[1-2]: creating cluster network as-gpu-1-2 with 2 node(s) for gpu-[1-2]')
 
     # slurmctld, restarted, finds the nodes still powering up and resumes them again.
@@ -187,7 +167,7 @@ def test_resume_that_times_out_leaves_the_cluster_network_to_the_next_resume(sim
     line, = logged(config, 'resume gpu-[1-2] failed')
     assert line.startswith('resume gpu-[1-2] failed: cluster network as-gpu-1-2 for gpu-[1-2]: timed out after 60s')
     assert line.endswith('; what was made is left for a later resume to adopt or a suspend to terminate; '
-                         'gpu-[1-2] handed back to Slurm (state=POWER_DOWN_FORCE)')
+                         'gpu-[1-2] handed back to Slurm powered down (state=POWER_DOWN_FORCE)')
 
     slurm = Slurm(program_config(tmp_path, config))
     assert slurm('resume', 'gpu-[1-2]') == 0 and slurm.addresses() == ['nodename=gpu-1', 'nodename=gpu-2']
@@ -343,7 +323,7 @@ def test_resume_whose_work_request_cannot_be_read_leaves_nothing_behind(sim, tmp
     line, = logged(config, 'resume gpu-[1-2] failed')
     assert line == ('resume gpu-[1-2] failed: cluster network as-gpu-1-2 for gpu-[1-2] failed: OCI API error 503 '
                     'ServiceUnavailable: The service is currently unavailable.; cluster network %s terminated, '
-                    'nothing of gpu-[1-2] is left running; gpu-[1-2] handed back to Slurm (state=POWER_DOWN_FORCE)'
+                    'nothing of gpu-[1-2] is left running; gpu-[1-2] handed back to Slurm powered down (state=POWER_DOWN_FORCE)'
                     % made['id'])
 
 
@@ -367,5 +347,5 @@ def test_resume_whose_create_answer_never_arrives_leaves_nothing_behind(sim, tmp
     line, = logged(config, 'resume gpu-[1-2] failed')
     assert line == ('resume gpu-[1-2] failed: cluster network as-gpu-1-2 for gpu-[1-2] failed: OCI API error 503 '
                     'ServiceUnavailable: The service is currently unavailable.; cluster network %s terminated, '
-                    'nothing of gpu-[1-2] is left running; gpu-[1-2] handed back to Slurm (state=POWER_DOWN_FORCE)'
+                    'nothing of gpu-[1-2] is left running; gpu-[1-2] handed back to Slurm powered down (state=POWER_DOWN_FORCE)'
                     % made['id'])

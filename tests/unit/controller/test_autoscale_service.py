@@ -11,7 +11,7 @@ import time
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _hostlist
 from ocigpu_control import scaler as _autoscale
 from ocigpu_control import programs as _autoscale_cli
-from ocigpu_control import service
+from ocigpu_control import requests, service
 from ocigpu_control.settings import setup_logging
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
 from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
@@ -51,6 +51,7 @@ def cluster_networks_by_name(sim):  # pylint: disable=redefined-outer-name
 
 def test_resume_program_only_hands_a_request_to_the_service(sim, tmp_path, config, monkeypatch):
     path = program_config(tmp_path, config, service=True)
+    requests.beat(config, time.time())  # the service is running
     monkeypatch.setenv('SLURM_RESUME_FILE', resume_file(tmp_path, [(7, 'gpu-[1-2]'), (8, 'gpu-3')]))
     before = sim.calls.total()
     assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-3]'], run=lambda argv: 1 / 0) == 0
@@ -228,6 +229,7 @@ def test_addresses_reach_slurmctld_after_it_restarts(sim, tmp_path, config):
 
 def test_service_killed_in_the_middle_of_a_resume_adopts_on_restart(sim, tmp_path, config):
     path = program_config(tmp_path, config, service=True, scontrol='true', squeue='true')
+    requests.beat(config, time.time())  # the service is running
     assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-2]']) == 0
     # The service in its own process, killed while the cluster network it creates is PROVISIONING.
     cn_id = kill_while_provisioning(sim, path, 'service')

@@ -183,8 +183,7 @@ def test_installed_program_runs_from_the_installed_package(ocisim, tmp_path, mon
     # so the subprocess is run in-process through the same entry point the template calls.
     monkeypatch.setattr(_oci.CLOCK, 'sleep', ocisim.clock.sleep)
     monkeypatch.setattr(_oci.CLOCK, 'monotonic', ocisim.clock.now)
-    # The role turns the service on: the program hands the suspend over, and the service carries it out.
-    assert config['service'] is True
+    # The program hands the suspend over (with the service not running too), and the service carries it out.
     assert _autoscale_cli.main(['--config', str(config_path), 'suspend', 'gpu-[1-2]']) == 0
     svc = _autoscale_service.Service(_autoscale_cli.load_config(str(config_path)), _autoscale.Autoscaler, None)
     assert svc.pick_up() == 1
