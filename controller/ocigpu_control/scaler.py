@@ -27,19 +27,15 @@ nodes (``gpu-[1-4,7]``):
 
 Which Slurm names a cluster network carries is recorded on OCI itself, in the freeform tag
 ``ocigpu-slurm-nodes`` (a compressed hostlist), next to ``ocigpu-cluster``; the only local state
-is the set of released names of cluster networks that are still partly in use.
+this module keeps is the set of released names of cluster networks that are still partly in use
+(key ``released`` of the state file, state.py).
 
 Hostlist syntax is _hostlist's; the programs' command line (main) is programs.py's.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
-import os
 import re
-import tempfile
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import ClusterOps
@@ -49,6 +45,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     CLUSTER_TAG, InputError, attr, cluster_tags, is_live)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError, WaitFailed, Waiter
 from ocigpu_control.settings import ConfigError, log, with_defaults
+from ocigpu_control.state import StateFile
 
 NODES_TAG = 'ocigpu-slurm-nodes'
 NODE_TAG = 'ocigpu-slurm-node'  # on each instance: its Slurm name, read by the node from the metadata service
@@ -78,52 +75,6 @@ def check_config(data):
     if int(config['max_nodes_per_cluster_network']) < 0:
         raise InputError('max_nodes_per_cluster_network: must be 0 (no limit) or more')
     return config
-
-
-# State file (released names) ---------------------------------------------------------------------
-
-class StateFile(object):
-    """A small JSON file, read-modify-written under an flock so resume and suspend can overlap."""
-
-    def __init__(self, path):
-        self.path = path
-
-    @contextlib.contextmanager
-    def _flock(self, suffix):
-        directory = os.path.dirname(self.path) or '.'
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o700)
-        with open(self.path + suffix, 'a') as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield directory
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    def deciding(self):
-        """Held (across processes) while a resume takes its names back and picks the cluster networks it
-        adopts, and while a suspend decides which to terminate and asks OCI to: a resume of one name of a
-        cluster network and a suspend of another never decide on the same stale list of released names."""
-        return self._flock('.decide')
-
-    def update(self, fn):
-        with self._flock('.lock') as directory:
-            state = self.read()
-            result = fn(state)
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix='.state-')
-            with os.fdopen(fd, 'w') as f:
-                json.dump(state, f, indent=1, sort_keys=True)
-            os.rename(tmp, self.path)
-            return result
-
-    def read(self):
-        try:
-            with open(self.path) as f:
-                state = json.load(f)
-        except (IOError, OSError, ValueError):
-            state = {}
-        state.setdefault('released', [])
-        return state
 
 
 # The autoscaler ----------------------------------------------------------------------------------

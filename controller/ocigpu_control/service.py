@@ -47,8 +47,9 @@ import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 from ocigpu_control.requests import keep_beating, request_dir, submit
-from ocigpu_control.scaler import ResumeFailed, StateFile, _error_text, log, scontrol_address_commands
+from ocigpu_control.scaler import ResumeFailed, _error_text, log, scontrol_address_commands
 from ocigpu_control.settings import scontrol_fail_command
+from ocigpu_control.state import StateFile
 from ocigpu_control import static as static_nodes
 from ocigpu_control import decide
 from ocigpu_control.heal import Healer
