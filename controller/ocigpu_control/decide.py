@@ -120,8 +120,9 @@ def next_steps(step):
 
 
 class Decision(collections.namedtuple('Decision', 'action names why data')):
-    """One action for a group of names: why (the words of its log line), data (what applying it needs:
-    for the self-healing loop, the record it leaves, under 'record', 'set' or 'drop')."""
+    """One action for a group of names: why (the words of its log line) and data (what applying it needs;
+    for the self-healing loop, the record it leaves: 'record', the values set, the whole record when 'new';
+    or 'drop'; and 'started' when it counts against max_per_hour)."""
 
     def __new__(cls, action, names, why='', data=None):
         return super(Decision, cls).__new__(cls, action, list(names), why, dict(data or {}))
@@ -334,11 +335,11 @@ def _follow(plan, obs, name, node, now, conf):
             _fail(plan, name, rec, 'drained again %.0fs after its replacement: %s' % (now - rec['healed_at'], node.reason),
                   now, conf)
         return
-    # step UP: waiting for the new instance
+    # step UP: waiting for the new instance (not powering up from here on: powered_down is POWERED_DOWN)
     if node.powering_up:
         return
     prefix = conf['reason_prefix']
-    if node.reason.startswith(prefix) and ('POWERED_DOWN' in node.flags or node.down):
+    if node.reason.startswith(prefix) and (node.powered_down or node.down):
         message = node.reason[len(prefix):].lstrip(': ')
         _capacity_or_fail(plan, name, rec, message, 'the new instance failed: %s' % message, now, conf)
         return
@@ -347,7 +348,7 @@ def _follow(plan, obs, name, node, now, conf):
         return
     if node.powered_up and not node.down:
         _done(plan, name, rec, node, now)
-    elif 'POWERED_DOWN' in node.flags and now - rec['up_since'] > 60:
+    elif node.powered_down and now - rec['up_since'] > 60:
         # POWER_UP did not take (slurmctld restarted in between): once more.
         plan.add(HEAL_POWER_UP_AGAIN, name, 'still powered down', record=dict(up_since=now))
 

@@ -114,7 +114,6 @@ class Healer(object):
         # OCI does not answer. A node's instance in a cluster network kept for its other nodes runs on
         # after its power down, and a resume would adopt that same instance again.
         self.carriers = carriers
-        self.settings = decide.settings(config, self.heal, self.static)
         self._told = {}         # name -> what holds it, as last logged
 
     def _read(self):
@@ -136,7 +135,7 @@ class Healer(object):
             return done
         now = self.clock()
         observed = decide.Observation(nodes, busy, heal=self._read(), carriers=self.carriers)
-        for decision in decide.heal(observed, now, self.settings):
+        for decision in decide.heal(observed, now, decide.settings(self.config, self.heal, self.static)):
             self._apply(decision, now, done)
         self._count(done)
         if self.heal['metrics_file']:
@@ -289,7 +288,8 @@ class Healer(object):
         """The service's replacement of a static node ended: found (the new instance) or error."""
         done = dict(replaced=[], powered_up=[], healed=[], failed=[], left=[])
         now = self.clock()
-        for decision in decide.replaced(self._read(), name, found, error, now, time.time(), self.settings):
+        for decision in decide.replaced(self._read(), name, found, error, now, time.time(),
+                                        decide.settings(self.config, self.heal, self.static)):
             self._apply(decision, now, done)
         self._count(done)
 
