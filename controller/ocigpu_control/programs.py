@@ -70,6 +70,8 @@ USAGE = """usage: %(prog)s [--config PATH] resume|suspend|resume-fail|status [HO
                         networks whose nodes are all released
   resume-fail HOSTLIST  same as suspend (Slurm's ResumeFailProgram)
   status                print the autoscaled cluster networks as JSON, and the service's heartbeat
+  watchdog              with the service not running, hand back the nodes of the resumes it left in
+                        flight (run every 20 s by ocigpu-autoscaler-watchdog.timer)
   service               carry out the requests the programs hand over, and reconcile Slurm with OCI
   pull-server           serve the pull path (bundle and join) to on-demand nodes
 """
@@ -86,8 +88,9 @@ def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
     if argv == ['pull-server']:  # the pull path's server shares this program's configuration
         from ocigpu_control import pull_server
         return pull_server.main(['--config', config_path])
-    if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status', 'service') or (
-            argv[0] not in ('status', 'service') and len(argv) != 2):
+    if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status', 'service', 'watchdog') or (
+            argv[0] not in ('status', 'service', 'watchdog') and len(argv) != 2) or (
+            argv[0] == 'watchdog' and len(argv) != 1):
         sys.stderr.write(USAGE % dict(prog=prog))
         return 2
     action, hostlist = argv[0], (argv[1] if len(argv) > 1 else '')
@@ -111,7 +114,20 @@ def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
         return 0
     if action == 'status':
         return _status(config, autoscaler_factory or _autoscaler, out)
+    if action == 'watchdog':
+        return watchdog(config, run)
     return hand_over(config, action, hostlist, run)
+
+
+def watchdog(config, run):
+    """The service's watchdog (a systemd timer, as the service's user): when the heartbeat is older than
+    requests.stale_after, hand back the nodes of the resumes the service left in flight, so that Slurm
+    requeues their jobs within a minute of its death rather than at ResumeTimeout or at the next program
+    Slurm runs. Nothing to do while the service beats; always exits 0 (each outcome is logged)."""
+    if requests.service_alive(config):
+        return 0
+    _hand_back_in_flight(config, run)
+    return 0
 
 
 def _autoscaler(config):

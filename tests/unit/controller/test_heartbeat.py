@@ -40,7 +40,9 @@ def age_heartbeat(conf, seconds):
         json.dump(beat, f)
 
 
-def test_the_service_killed_during_a_resume_the_programs_hand_the_nodes_back(sim, tmp_path, config, monkeypatch):  # pylint: disable=redefined-outer-name
+def kill_during_resume(sim, tmp_path, config, monkeypatch):  # pylint: disable=redefined-outer-name
+    """Run the real service, hand it a resume of job 1 on gpu-[1-2], SIGKILL it while the cluster network
+    is PROVISIONING; returns (config path, fake Slurm, the killed service, the cluster network's id)."""
     path = program_config(tmp_path, config, scontrol='true', squeue='true')
     fake = FakeSlurm(config['node_names'])
     fake.allocate(1, ['gpu-1', 'gpu-2'])
@@ -63,7 +65,11 @@ def test_the_service_killed_during_a_resume_the_programs_hand_the_nodes_back(sim
     cn_id, = [c['id'] for c in live(sim, 'cluster_networks')]
     assert fake.nodes['gpu-1']['state'] == {'IDLE', 'CLOUD', 'POWERING_UP'} and fake.jobs[1]['state'] == 'CONFIGURING'
     assert len(requests.in_flight_resumes(config)) == 1  # the request the killed service worked on
+    return path, fake, service, cn_id
 
+
+def test_the_service_killed_during_a_resume_the_programs_hand_the_nodes_back(sim, tmp_path, config, monkeypatch):  # pylint: disable=redefined-outer-name
+    path, fake, service, cn_id = kill_during_resume(sim, tmp_path, config, monkeypatch)
     # Within stale_after (3 polls and 30 s: 33 s here) the service still counts as alive; past it, the
     # next program Slurm runs (here the resume of another job) hands back its own nodes and those the
     # dead service left in flight, with the reason. Rather than wait, the heartbeat is made that old.
@@ -135,3 +141,24 @@ def test_status_prints_the_heartbeats_age(sim, tmp_path, config, capsys):  # pyl
     assert programs.main(['--config', path, 'status'], out=out) == 0
     assert json.loads(out.getvalue()) == []
     assert 'service: last heartbeat 12s ago from pid %d (alive after 33s)' % os.getpid() in capsys.readouterr().err
+
+
+def test_the_watchdog_hands_back_what_a_killed_service_left_in_flight(sim, tmp_path, config, monkeypatch):  # pylint: disable=redefined-outer-name
+    """Slurm runs no program after the service died: the watchdog timer (every 20 s) hands the nodes back
+    once the heartbeat is stale, within stale_after + 20 s = 53 s of the death with the role's defaults."""
+    path, fake, service, _cn_id = kill_during_resume(sim, tmp_path, config, monkeypatch)
+    # While the heartbeat is fresh, the watchdog leaves the resume alone.
+    assert programs.main(['--config', path, 'watchdog'], run=fake.run) == 0
+    assert [c for c in fake.commands if 'state=POWER_DOWN_FORCE' in c] == []
+    assert len(requests.in_flight_resumes(config)) == 1
+    age_heartbeat(config, requests.stale_after(config) + 1)
+    assert programs.main(['--config', path, 'watchdog'], run=fake.run) == 0
+    assert [c for c in fake.commands if 'state=POWER_DOWN_FORCE' in c] == [
+        ['true', 'update', 'nodename=gpu-[1-2]', 'state=POWER_DOWN_FORCE', REASON]]
+    assert fake.jobs[1]['state'] == 'PENDING' and requests.in_flight_resumes(config) == []
+    line, = logged(config, 'resume gpu-[1-2] (request ')
+    assert line.endswith('gpu-[1-2] handed back to Slurm (state=POWER_DOWN_FORCE)') and 'pid %d' % service.pid in line
+    # A second run finds nothing left.
+    assert programs.main(['--config', path, 'watchdog'], run=fake.run) == 0
+    assert len([c for c in fake.commands if 'state=POWER_DOWN_FORCE' in c]) == 1
+    assert programs.main(['--config', path, 'watchdog', 'gpu-1'], run=fake.run) == 2
