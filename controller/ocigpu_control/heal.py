@@ -136,7 +136,7 @@ class Healer(object):
         now = self.clock()
         observed = decide.Observation(nodes, busy, heal=self._read(), carriers=self.carriers)
         for decision in decide.heal(observed, now, decide.settings(self.config, self.heal, self.static)):
-            self._apply(decision, now, done)
+            self._apply(decision, done)
         self._count(done)
         if self.heal['metrics_file']:
             try:
@@ -147,7 +147,7 @@ class Healer(object):
         return done
 
     # applying a decision
-    def _apply(self, decision, now, done):
+    def _apply(self, decision, done):
         """The command of one decision, its record in the state file (once the command took, where it must),
         its log line and its count."""
         action, why, data = decision.action, decision.why, decision.data
@@ -176,7 +176,7 @@ class Healer(object):
             log.warning('heal %s: %s moves its record from %s to %s, which the table of steps does not list', name,
                         action, data['unlisted'][0], data['unlisted'][1])
         self._record(name, data)
-        self._say(decision, name, now)
+        self._say(decision, name)
         if action in (decide.HEAL_POWER_UP, decide.HEAL_REPLACE_AGAIN, decide.HEAL_RETURN):
             self._told.pop(name, None)
         if action in COUNTS:
@@ -239,7 +239,7 @@ class Healer(object):
         if data.get('drop') or 'record' in data or 'started' in data:
             self._write(write)
 
-    def _say(self, decision, name, now):
+    def _say(self, decision, name):
         """The log line of an applied decision."""
         action, why, data = decision.action, decision.why, decision.data
         limit = self.heal['max_per_hour']
@@ -290,7 +290,7 @@ class Healer(object):
         now = self.clock()
         for decision in decide.replaced(self._read(), name, found, error, now, time.time(),
                                         decide.settings(self.config, self.heal, self.static)):
-            self._apply(decision, now, done)
+            self._apply(decision, done)
         self._count(done)
 
     def _count(self, done):

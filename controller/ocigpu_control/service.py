@@ -548,14 +548,14 @@ class Service(object):
         observed = decide.Observation(nodes, busy, networks=networks, resumed=resumed, powering_seen=self.powering_seen)
         self.powering_seen = {}
         for decision in decide.reconcile(observed, now, decide.settings(self.config)):
-            self._apply(decision, nodes, now, scaler, done)
+            self._apply(decision, now, scaler, done)
         if done['terminated']:
             self._hosts_freed('reconcile')
         if error is not None:
             raise error
         return done
 
-    def _apply(self, decision, nodes, now, scaler, done):
+    def _apply(self, decision, now, scaler, done):
         """Carry out one of the reconcile's decisions, for its group of nodes: one command, one log line."""
         names = decision.names
         what = compress_hostlist(names)
