@@ -140,7 +140,7 @@ def wheel_bytes(root=ROOT):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--out', help='folder to write the wheel to (default: a new temporary folder)')
     args = parser.parse_args(argv)
     try:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import time
 
 from ocigpu_control import decide
-from ocigpu_control.decide import HEAL_PREFIX, POOL, STEP_NAMES, UP, hardware_checks  # noqa: F401 (heal.hardware_checks, heal.STEP_NAMES)
+from ocigpu_control.decide import HEAL_PREFIX, POOL, STEP_NAMES, UP, hardware_checks  # noqa: F401 pylint: disable=unused-import
 from ocigpu_control.scaler import log
 from ocigpu_control.static import static_names
 from ansible_collections.ocigpu.cluster.plugins.module_utils._health import write_text

@@ -40,9 +40,10 @@ def main(files):
                 shutil.copytree(src, os.path.join(top, part), ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
             elif os.path.exists(src):
                 shutil.copy2(src, os.path.join(top, part))
+
         def best(work):
             times = []
-            for _ in range(20):
+            for _round in range(20):
                 start = time.perf_counter()
                 work()
                 times.append(time.perf_counter() - start)

@@ -55,7 +55,7 @@ def kill_while_provisioning(sim, path, *args):  # pylint: disable=redefined-oute
     network it creates is PROVISIONING; returns that cluster network's id. The program's waiter sleeps
     in real time and the simulator's clock stands still, so the cluster network stays PROVISIONING."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, '.build', 'collections'),
-                                                           os.path.join(ROOT, 'controller')]))
+                                                       os.path.join(ROOT, 'controller')]))
     program = 'import sys; from ocigpu_control import programs; sys.exit(programs.main(sys.argv[1:]))'
     proc = subprocess.Popen([sys.executable, '-c', program, '--config', path] + list(args), env=env,  # pylint: disable=consider-using-with
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

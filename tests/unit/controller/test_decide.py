@@ -136,9 +136,9 @@ HEAL = [
     ('paused already -> nothing more said', {'gpu-1': (DRAINED, SICK), 'gpu-2': (DRAINED, SICK), 'gpu-3': IDLE},
      {}, dict(paused=True), []),
     ('two drained of five is within min_in_service_share', {'gpu-1': (DRAINED, SICK), 'gpu-2': (DRAINED, SICK),
-                                                           'gpu-3': IDLE, 'gpu-4': IDLE, 'gpu-5': IDLE},
+                                                            'gpu-3': IDLE, 'gpu-4': IDLE, 'gpu-5': IDLE},
      {}, dict(static=['gpu-5'], max_at_once=2), [(decide.HEAL_REPLACE, ['gpu-1'], decide.DOWN),
-                                                (decide.HEAL_REPLACE, ['gpu-2'], decide.DOWN)]),
+                                                 (decide.HEAL_REPLACE, ['gpu-2'], decide.DOWN)]),
     ('paused, then few enough drained -> unpaused and replaced', {'gpu-1': (DRAINED, SICK), 'gpu-2': IDLE},
      {}, dict(paused=True), [(decide.HEAL_UNPAUSE, [], None), (decide.HEAL_REPLACE, ['gpu-1'], decide.DOWN)]),
     ('max_at_once replacements at work -> waits', {'gpu-1': (DRAINED, SICK), 'gpu-2': IDLE},
@@ -282,7 +282,7 @@ def test_oci_is_asked_only_when_a_decision_needs_it():
     observed = decide.Observation(nodes_of({'gpu-1': OFF, 'gpu-2': (DRAINED_OFF, SICK)}), carriers=carriers,
                                   heal=dict(nodes={'gpu-1': rec(decide.DOWN)}, started=[]))
     assert actions(decide.heal(observed, NOW, settings())) == [(decide.HEAL_POWER_UP, ['gpu-1']),
-                                                             (decide.HEAL_RETURN, ['gpu-2'])]
+                                                               (decide.HEAL_RETURN, ['gpu-2'])]
     assert asked == [1]
 
 
@@ -306,7 +306,7 @@ def test_decide_is_heal_then_reconcile():
     nodes = {'gpu-1': (FAILED_OFF, 'ocigpu-autoscaler: API error'), 'gpu-2': IDLE}
     observed = decide.Observation(nodes_of(nodes), heal=dict(nodes={'gpu-1': rec(decide.UP)}, started=[]), networks=[])
     assert actions(decide.decide(observed, NOW, settings())) == [(decide.HEAL_FAIL, ['gpu-1']),
-                                                               (decide.RETURN_TO_SERVICE, ['gpu-1'])]
+                                                                 (decide.RETURN_TO_SERVICE, ['gpu-1'])]
 
 
 # The table of steps -------------------------------------------------------------------------------------

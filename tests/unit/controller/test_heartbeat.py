@@ -47,7 +47,7 @@ def kill_during_resume(sim, tmp_path, config, monkeypatch):  # pylint: disable=r
     fake = FakeSlurm(config['node_names'])
     fake.allocate(1, ['gpu-1', 'gpu-2'])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, '.build', 'collections'),
-                                                           os.path.join(ROOT, 'controller')]))
+                                                       os.path.join(ROOT, 'controller')]))
     program = 'import sys; from ocigpu_control import programs; sys.exit(programs.main(sys.argv[1:]))'
     service = subprocess.Popen([sys.executable, '-c', program, '--config', path, 'service'], env=env,  # pylint: disable=consider-using-with
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
