@@ -61,6 +61,11 @@ _REASON_END_RE = re.compile(r' \[[^\[\]]*@[^\[\]]*\](?=\s+\w+=|\s*$)')
 _TIME_RE = re.compile(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$')
 
 
+def _flag(word, doc):
+    """A property of a Node that is true when its state has the word."""
+    return property(lambda node: word in node.flags, doc=doc)
+
+
 class Node(object):
     """One Slurm node as `scontrol -o show node` showed it. Immutable.
 
@@ -108,15 +113,9 @@ class Node(object):
         self-healing loop's test before it powers a node up again."""
         return 'POWERED_DOWN' in self.flags and 'POWERING_DOWN' not in self.flags
 
-    @property
-    def powering_up(self):
-        """POWERING_UP: the resume program was started and the node has not registered yet."""
-        return 'POWERING_UP' in self.flags
+    powering_up = _flag('POWERING_UP', 'POWERING_UP: the resume program was started and the node has not registered yet.')
 
-    @property
-    def powering_down(self):
-        """POWERING_DOWN: the suspend program was started and SuspendTimeout has not run out."""
-        return 'POWERING_DOWN' in self.flags
+    powering_down = _flag('POWERING_DOWN', 'POWERING_DOWN: the suspend program was started and SuspendTimeout has not run out.')
 
     @property
     def powered_up(self):
@@ -124,15 +123,9 @@ class Node(object):
         return not self.flags & POWER
 
     # availability
-    @property
-    def down(self):
-        """DOWN (the base state)."""
-        return 'DOWN' in self.flags
+    down = _flag('DOWN', 'DOWN (the base state).')
 
-    @property
-    def not_responding(self):
-        """NOT_RESPONDING: slurmctld does not hear from its slurmd."""
-        return 'NOT_RESPONDING' in self.flags
+    not_responding = _flag('NOT_RESPONDING', 'NOT_RESPONDING: slurmctld does not hear from its slurmd.')
 
     @property
     def busy(self):
