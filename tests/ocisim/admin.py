@@ -62,7 +62,10 @@ def handle(sim, method, path, _query, raw):
             return Reply(204)
         if route == ("GET", "/faults"):
             return Reply(200, {"rules": [r.as_dict() for r in sim.faults.rules],
-                               "rate_limits": {k: list(v) for k, v in sim.faults.rate_limits.items()}})
+                               "rate_limits": {k: list(v) for k, v in sim.faults.rate_limits.items()},
+                               "operation_rate_limits": [dict(route=r, tenancy=t, per_second=v[0], burst=v[1])
+                                                         for (r, t), v in sorted(sim.faults.operation_limits.items())],
+                               "throttled": dict(sim.faults.throttled)})
         if route == ("POST", "/faults"):
             rule = sim.faults.add(route=body.get("route", "*"), status=body.get("status"),
                                   latency=body.get("latency", 0.0), drop=body.get("drop", False),
@@ -73,7 +76,7 @@ def handle(sim, method, path, _query, raw):
             sim.faults.clear()
             return Reply(204)
         if route == ("POST", "/rate-limit"):
-            sim.faults.rate_limit(body.get("per_second"), body.get("burst"), body.get("tenancy", "*"))
+            sim.faults.rate_limit(body.get("per_second"), body.get("burst"), body.get("tenancy", "*"), body.get("route"))
             return Reply(204)
         if route == ("GET", "/clock"):
             return Reply(200, {"now": sim.clock.now(), "manual": sim.clock.manual})

@@ -59,6 +59,11 @@ class Faults:
         self.rules = []
         self.rate_limits = {}       # tenancy ('*' = every tenancy) -> (per_second, burst)
         self._buckets = {}          # tenancy -> [tokens, last_refill]
+        # Per operation, as OCI throttles: (route pattern, tenancy) -> (per_second, burst); each
+        # operation matching the pattern has a bucket of its own, per tenancy.
+        self.operation_limits = {}
+        self._operation_buckets = {}  # (tenancy, route key) -> [tokens, last_refill]
+        self.throttled = collections.Counter()  # route key -> 429s answered by the rate limits
         self.sleep = time.sleep
 
     def add(self, route="*", status=None, latency=0.0, drop=False, count=None, code=None, message=None,
@@ -83,10 +88,20 @@ class Faults:
     def drop(self, route="*", count=None, after=False):
         return self.add(route, drop=True, count=count, after=after)
 
-    def rate_limit(self, per_second, burst=None, tenancy="*"):
-        """Allow per_second requests per tenancy (token bucket of size burst); beyond that 429."""
+    def rate_limit(self, per_second, burst=None, tenancy="*", route=None):
+        """Allow per_second requests per tenancy (token bucket of size burst); beyond that 429.
+
+        With route (an fnmatch pattern, '*' for all): per operation instead, as OCI limits its API:
+        each operation ('<METHOD> <template>') matching the pattern has a bucket of its own, per
+        tenancy. per_second=None removes the limit (of that route pattern)."""
         with self._lock:
-            if per_second is None:
+            if route is not None:
+                if per_second is None:
+                    self.operation_limits.pop((route, tenancy), None)
+                else:
+                    self.operation_limits[(route, tenancy)] = (float(per_second), float(burst or per_second))
+                self._operation_buckets.clear()
+            elif per_second is None:
                 self.rate_limits.pop(tenancy, None)
             else:
                 self.rate_limits[tenancy] = (float(per_second), float(burst or per_second))
@@ -97,6 +112,9 @@ class Faults:
             self.rules = []
             self.rate_limits = {}
             self._buckets = {}
+            self.operation_limits = {}
+            self._operation_buckets = {}
+            self.throttled = collections.Counter()
 
     def pick(self, route_key):
         """Return the rules firing for this request, consuming their counts."""
@@ -112,20 +130,28 @@ class Faults:
             self.rules = [r for r in self.rules if r.remaining != 0]
         return fired
 
-    def check_rate(self, tenancy):
-        """Raise 429 when the tenancy's request rate is above its limit (real time)."""
+    def check_rate(self, tenancy, route_key=None):
+        """Raise 429 when the tenancy's request rate, or that of the operation route_key, is above its
+        limit (real time)."""
         with self._lock:
-            limit = self.rate_limits.get(tenancy) or self.rate_limits.get("*")
-            if limit is None:
-                return
-            per_second, burst = limit
             now = time.monotonic()
-            bucket = self._buckets.setdefault(tenancy, [burst, now])
-            bucket[0] = min(burst, bucket[0] + (now - bucket[1]) * per_second)
-            bucket[1] = now
-            if bucket[0] < 1.0:
-                raise OciError(429, "TooManyRequests", "Tenant has been throttled. Too Many Requests")
-            bucket[0] -= 1.0
+            limit = self.rate_limits.get(tenancy) or self.rate_limits.get("*")
+            buckets = [(self._buckets, tenancy, limit)] if limit else []
+            if route_key is not None:
+                for (pattern, owner), value in sorted(self.operation_limits.items()):
+                    if owner in (tenancy, "*") and fnmatch.fnmatchcase(route_key, pattern):
+                        buckets.append((self._operation_buckets, (tenancy, route_key), value))
+                        break
+            for store, key, (per_second, burst) in buckets:
+                bucket = store.setdefault(key, [burst, now])
+                bucket[0] = min(burst, bucket[0] + (now - bucket[1]) * per_second)
+                bucket[1] = now
+                if bucket[0] < 1.0:
+                    if route_key is not None:
+                        self.throttled[route_key] += 1
+                    raise OciError(429, "TooManyRequests", "Tenant has been throttled. Too Many Requests")
+            for store, key, _limit in buckets:
+                store[key][0] -= 1.0
 
 
 class Calls:

@@ -326,7 +326,7 @@ class Simulator:
         rules = self.faults.pick(route.key)
         self._apply_faults([r for r in rules if not r.after])
         tenancy, user = self.keys.verify(method, raw_path, headers, body)
-        self.faults.check_rate(tenancy)
+        self.faults.check_rate(tenancy, route.key)
         ctx = Context(self, method, path, query, headers, body, params)
         ctx.tenancy = tenancy
         ctx.user = user

@@ -90,6 +90,42 @@ def test_per_tenancy_rate_limit(ocisim):
     assert ocisim.calls.count("GET /instances") == 5
 
 
+def test_per_operation_rate_limit(ocisim):
+    """As OCI throttles: each operation has a bucket of its own; the 429s answered are counted by operation."""
+    plain = _compute(ocisim, retry_strategy=oci.retry.NoneRetryStrategy())
+    ocisim.faults.rate_limit(per_second=0.001, burst=2, route="GET /*")
+    for _attempt in range(2):
+        plain.list_instances(ocisim.compartment_id)
+    with pytest.raises(oci.exceptions.ServiceError) as err:
+        plain.list_instances(ocisim.compartment_id)
+    assert (err.value.status, err.value.code) == (429, "TooManyRequests")
+    # Another operation is not held back by the first one's bucket.
+    for _attempt in range(2):
+        plain.list_vnic_attachments(ocisim.compartment_id)
+    with pytest.raises(oci.exceptions.ServiceError):
+        plain.list_vnic_attachments(ocisim.compartment_id)
+    assert ocisim.faults.throttled == {"GET /instances": 1, "GET /vnicAttachments": 1}
+    ocisim.faults.rate_limit(None, route="GET /*")
+    plain.list_instances(ocisim.compartment_id)
+    assert ocisim.calls.count("GET /instances") == 4
+
+
+def test_per_operation_rate_limit_through_the_admin_endpoint(ocisim):
+    import json  # pylint: disable=import-outside-toplevel
+    import urllib.request  # pylint: disable=import-outside-toplevel
+    request = urllib.request.Request(ocisim.endpoint + "/_admin/rate-limit", method="POST", data=json.dumps(
+        {"per_second": 0.001, "burst": 1, "route": "GET /instances"}).encode())
+    urllib.request.urlopen(request).close()
+    plain = _compute(ocisim, retry_strategy=oci.retry.NoneRetryStrategy())
+    plain.list_instances(ocisim.compartment_id)
+    with pytest.raises(oci.exceptions.ServiceError):
+        plain.list_instances(ocisim.compartment_id)
+    with urllib.request.urlopen(ocisim.endpoint + "/_admin/faults") as answer:
+        faults = json.load(answer)
+    assert faults["operation_rate_limits"] == [dict(route="GET /instances", tenancy="*", per_second=0.001, burst=1.0)]
+    assert faults["throttled"] == {"GET /instances": 1}
+
+
 def test_call_counter_reset_and_patterns(ocisim):
     client = _compute(ocisim)
     client.list_instances(ocisim.compartment_id)
