@@ -93,6 +93,7 @@ SHAPE = 'BM.GPU4.8'
 SUBNET = '127.64.0.0/16'
 PROGRAM = 'import sys; from ocigpu_control.programs import main; sys.exit(main())'
 OUT_OF_CAPACITY = 'Out of host capacity.'
+REQUEUE_DELAY = 121
 _PULL_PATH = os.path.join(_ROOT, 'roles', 'slurm_autoscaler', 'files', 'ocigpu_pull.py')
 
 STANDIN = '''#!%s -S
@@ -173,7 +174,8 @@ class Slurmctld(FakeSlurm):
     def _requeue(self, name):
         for job in self.jobs.values():
             if name in job['nodes'] and job['state'] in ('CONFIGURING', 'RUNNING'):
-                job.update(state='PENDING', nodes=[], begin=time.time())
+                # Slurm: a requeued batch job begins after cred_expire + 1 s (the service's starttime moves it)
+                job.update(state='PENDING', nodes=[], begin=time.time() + REQUEUE_DELAY)
                 job['requeued'] += 1
 
     # the test's side

@@ -55,4 +55,7 @@ def test_slurm_is_told_each_address_once_and_reconfigured_in_batches(burst):
     # topology.conf is rewritten for each group that came up, slurmctld reconfigured at most once per rewrite.
     assert burst['topology_rewrites'] >= 1
     assert 1 <= burst['reconfigures'] <= burst['topology_rewrites']
+    # A job told its later start once per failed resume (two stock-outs, one failed pull), and once more when
+    # hosts are freed; a refusal ("no longer pending") is not tried again and again.
+    assert calls.get('jobid starttime', 0) <= 4
     assert burst['scontrol_total'] <= 40
