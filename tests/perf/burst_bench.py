@@ -610,7 +610,7 @@ class Bench(object):
         down_calls = dict((k, v - calls_up.get(k, 0)) for k, v in calls.items() if v - calls_up.get(k, 0))
         wr_failed = [w for w in sim.state.work_requests.values() if w['status'] == 'FAILED']
         last_join = dict((name, max(times)) for name, times in self.joined.items())
-        per_job, stocked = [], 0
+        per_job, stocked, once = [], 0, []
         for job in model.jobs.values():
             names = job['first_nodes'] or []
             if job['requeued'] or any(len(self.joined.get(x, [])) > 1 for x in names):
@@ -618,6 +618,7 @@ class Bench(object):
                 continue
             if names and all(x in last_join for x in names):
                 per_job.append(max(last_join[x] for x in names) - job['submitted'] - provisioning)
+                once.append(max(last_join[x] for x in names))
         called = [j['resume_called'] - j['submitted'] for j in model.jobs.values() if j['resume_called']]
         log_text = _read(self.config['log_file'])
         pull_text = _read(self.config['pull']['log_file'])
@@ -630,6 +631,7 @@ class Bench(object):
             joined=len(last_join), gave_up=len(self.gave_up),
             submit_to_all_joined_s=round(all_joined - started, 1) if all_joined else None,
             overhead_s=round(all_joined - started - provisioning, 1) if all_joined else None,
+            overhead_first_try_s=round(max(once) - started - provisioning, 1) if once else None,
             job_overhead_max_s=round(max(per_job), 1) if per_job else None,
             job_overhead_p50_s=percentile(per_job, 50), jobs_measured=len(per_job), jobs_after_a_stockout=stocked,
             submit_to_resume_program_p50_s=percentile(called, 50), submit_to_resume_program_max_s=round(max(called), 2) if called else None,
@@ -713,7 +715,8 @@ def table(figs, out):
         ('jobs (8-node + 1-node), spread over', lambda f: '%d in %.0f s' % (f['jobs'], f['spread_s'])),
         ('joins accepted / gave up', lambda f: '%d / %d' % (f['joined'], f['gave_up'])),
         ('submit -> all joins accepted (s)', lambda f: f['submit_to_all_joined_s']),
-        ('  less provisioning: overhead (s)', lambda f: f['overhead_s']),
+        ('  less provisioning once: overhead (s)', lambda f: f['overhead_s']),
+        ('  the jobs resumed once: overhead (s)', lambda f: f['overhead_first_try_s']),
         ('  per job: slowest / median overhead (s)', lambda f: '%s / %s' % (f['job_overhead_max_s'], f['job_overhead_p50_s'])),
         ('  jobs resumed again (stock-out, failed pull)', lambda f: f['jobs_after_a_stockout']),
         ('submit -> resume program: median / max (s)', lambda f: '%s / %s' % (
