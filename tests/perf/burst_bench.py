@@ -424,7 +424,7 @@ class Bench(object):
             instance_details=M.ComputeInstanceDetails(launch_details=M.InstanceConfigurationLaunchInstanceDetails(
                 compartment_id=sim.compartment_id, availability_domain=ad, shape=SHAPE,
                 source_details=M.InstanceConfigurationInstanceSourceViaImageDetails(image_id=image.id),
-                create_vnic_details=M.InstanceConfigurationCreateVnicDetails(subnet_id=subnet['id']))))).data
+                create_vnic_details=M.InstanceConfigurationCreateVnicDetails(subnet_id=subnet['id'], assign_public_ip=False))))).data
         sim.capacity.set(SHAPE, max(0, self.n - a.short) if a.short else None)
         files, self.pin = make_files(self.work, a.bundle_kib)
         with socket.socket() as s:
