@@ -7,8 +7,8 @@ OCI in step when a program, slurmctld or the service itself died on the way.
 
 slurmctld runs its ResumeProgram, SuspendProgram and ResumeFailProgram in its own control group, so a
 ``systemctl restart slurmctld`` (configure.yml restarts it when slurm.conf changes) kills a resume that
-waits on OCI. With the service (``service: true`` in the configuration, as the slurm_autoscaler role
-writes it) the programs only write a request file into ``<state dir>/requests`` and return at once;
+waits on OCI. So the programs only write a request file into ``<state dir>/requests`` (requests.py) and
+return at once;
 ``ocigpu-autoscaler.service`` (its own unit, as the Slurm user) carries each request out in a thread and
 removes its file when done. A request whose service died is carried out again when the service starts:
 a resume adopts the cluster network that carries its Slurm names (never launches twice), a suspend

@@ -21,7 +21,7 @@ from tests.unit.controller.test_autoscale_faults import (
 
 
 def make(config, fake, **changes):  # pylint: disable=redefined-outer-name
-    conf = dict(config, **dict(dict(service=True, scontrol_retry_seconds=5, reconfigure_delay=0.2), **changes))
+    conf = dict(config, **dict(dict(scontrol_retry_seconds=5, reconfigure_delay=0.2), **changes))
     setup_logging(conf['log_file'])
     slurm = service.Slurm(conf, run=fake.run, read=fake.read, sleep=lambda s: None)
     return conf, service.Service(conf, _autoscale.Autoscaler, slurm)
@@ -50,7 +50,7 @@ def cluster_networks_by_name(sim):  # pylint: disable=redefined-outer-name
 
 
 def test_resume_program_only_hands_a_request_to_the_service(sim, tmp_path, config, monkeypatch):
-    path = program_config(tmp_path, config, service=True)
+    path = program_config(tmp_path, config)
     requests.beat(config, time.time())  # the service is running
     monkeypatch.setenv('SLURM_RESUME_FILE', resume_file(tmp_path, [(7, 'gpu-[1-2]'), (8, 'gpu-3')]))
     before = sim.calls.total()
@@ -228,7 +228,7 @@ def test_addresses_reach_slurmctld_after_it_restarts(sim, tmp_path, config):
 
 
 def test_service_killed_in_the_middle_of_a_resume_adopts_on_restart(sim, tmp_path, config):
-    path = program_config(tmp_path, config, service=True, scontrol='true', squeue='true')
+    path = program_config(tmp_path, config, scontrol='true', squeue='true')
     requests.beat(config, time.time())  # the service is running
     assert _autoscale_cli.main(['--config', path, 'resume', 'gpu-[1-2]']) == 0
     # The service in its own process, killed while the cluster network it creates is PROVISIONING.

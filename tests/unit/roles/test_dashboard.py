@@ -3,7 +3,7 @@
 runs on a fake RDMA tree with a --textfile-dir holding the health checks' health.prom (made by
 _health.metrics_text from a real evaluation) and the nccl.prom that validate.yml writes (the nccl_tests
 role's task content, rendered), the active check's nccl-active.prom and the self-healing loop's
-autoscaler.prom (made by _autoscale_heal.metrics_text); every metric that any panel or variable query names must be served."""
+autoscaler.prom (made by ocigpu_control.heal.metrics_text); every metric that any panel or variable query names must be served."""
 from __future__ import annotations
 
 import importlib.util
