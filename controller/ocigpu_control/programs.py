@@ -101,8 +101,9 @@ def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
         return 2
     if action in ('status', 'service'):
         from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+        from ocigpu_control.scaler import check_config
         try:
-            config = load_config(config_path)
+            config = check_config(config)
         except InputError as exc:
             sys.stderr.write('%s: %s\n' % (prog, exc))
             return 2

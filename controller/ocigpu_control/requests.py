@@ -108,18 +108,26 @@ def keep_beating(config, stop):
     return thread
 
 
+def waiting(config):
+    """The request files in the folder, oldest first: [(id, path)]."""
+    folder = request_dir(config)
+    if not os.path.isdir(folder):
+        return []
+    return sorted((f[:-5], os.path.join(folder, f)) for f in os.listdir(folder)
+                  if f.endswith('.json') and not f.startswith('.'))
+
+
 def in_flight_resumes(config):
     """The resume requests waiting in the folder: [(path, request)], oldest first."""
-    folder = request_dir(config)
     found = []
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        if not name.endswith('.json') or name.startswith('.') or '-resume-' not in name:
+    for rid, path in waiting(config):
+        if '-resume-' not in rid:
             continue
         try:
-            with open(os.path.join(folder, name)) as f:
+            with open(path) as f:
                 request = json.load(f)
         except (IOError, OSError, ValueError):
             continue
         if request.get('action') == 'resume' and request.get('nodes'):
-            found.append((os.path.join(folder, name), request))
+            found.append((path, request))
     return found

@@ -46,7 +46,7 @@ import threading
 import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-from ocigpu_control.requests import keep_beating, request_dir, submit
+from ocigpu_control.requests import keep_beating, submit, waiting as waiting_requests
 from ocigpu_control.scaler import ResumeFailed, _error_text, log, scontrol_address_commands
 from ocigpu_control.settings import scontrol_fail_command
 from ocigpu_control.state import StateFile
@@ -165,7 +165,6 @@ class Service(object):
         self.scaler_factory = scaler_factory
         self.slurm = slurm
         self.clock = clock
-        self.folder = request_dir(config)
         self.active = {}        # request id -> set of names it works on
         self.threads = []
         self.lock = threading.Lock()
@@ -183,10 +182,7 @@ class Service(object):
     # requests
     def waiting(self):
         """The request files, oldest first: [(id, path)]."""
-        if not os.path.isdir(self.folder):
-            return []
-        return sorted((f[:-5], os.path.join(self.folder, f)) for f in os.listdir(self.folder)
-                      if f.endswith('.json') and not f.startswith('.'))
+        return waiting_requests(self.config)
 
     def busy_names(self):
         """Names of the requests being carried out or waiting."""
