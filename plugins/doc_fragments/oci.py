@@ -43,10 +43,11 @@ options:
     type: str
   api_retries:
     description:
-      - Attempts per API call (lists are retried page by page) on throttling (HTTP 429), server
-        errors (5xx except 501), busy resources (409) and connection failures, with capped
-        exponential backoff and jitter. Creates carry one C(opc-retry-token) across attempts, so a
-        retried create never makes a second resource.
+      - Attempts per API call (lists are retried page by page) on server errors (5xx except 501),
+        busy resources (409) and connection failures, with capped exponential backoff and jitter.
+        Creates carry one C(opc-retry-token) across attempts, so a retried create never makes a
+        second resource. A throttled answer (HTTP 429) uses up no attempt; the call waits out a
+        jittered pause of its operation and is tried again within O(api_retry_max_seconds).
     type: int
     default: 8
   api_retry_max_seconds:

@@ -266,7 +266,7 @@ else:
 try:
     import oci
     from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import (
-        OCIConfigError, Retrier, build_config, create_client)
+        OCIConfigError, build_config, create_client, throttled_retrier)
     HAS_OCI = True
 except ImportError:
     HAS_OCI = False
@@ -426,9 +426,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 clients[key].base_client.skip_deserialization = raw
             return clients[key]
 
-        # A 429 pauses every call of the discovery and uses up no attempt (_inventory.ThrottledRetrier).
-        retrier = _inventory.ThrottledRetrier(
-            Retrier(attempts=params['api_retries'] or 8, max_seconds=params['api_retry_max_seconds'] or 600))
+        # A 429 pauses every call of the discovery (one pause) and uses up no attempt (_oci.ThrottledRetrier).
+        retrier = throttled_retrier(params, per_operation=False)
         discovery = _inventory.Discovery(
             client_for, retrier, tenancy, regions,
             compartments=self._compartments(tenancy),

@@ -10,11 +10,14 @@ auth_argument_spec() and wait_argument_spec(), are in _module.py.
 
 - build_config(params) -> (config, signer) and create_client(client_cls, params): API key from
   the OCI config file, instance principal or security token; region and service_endpoint.
-- OCISession(params): cached clients plus call() / list_all() / create(), which retry every
-  call (lists included, page by page) with capped, decorrelated-jitter backoff. The SDK's own
+- OCISession(params, retrier=None): cached clients plus call() / list_all() / create(), which retry
+  every call (lists included, page by page) with capped, decorrelated-jitter backoff (Retrier). The SDK's own
   retries and its process-wide circuit breaker are switched off on our clients: the breaker
   opens after 10 throttled calls and then fails every call instantly for 30 s, which turns a
   429 storm that this loop would ride out into a hard failure.
+- ThrottledRetrier(retrier): a 429 uses up no attempt; it pauses every call of its operation (OCI
+  throttles per operation) with one jittered pause shared by the threads, until api_retry_max_seconds.
+  Every session has one; ThrottledRetrier.shared(params) is the one of the process for a service's sessions.
 - create() sends one opc-retry-token on every attempt of a create, so a create whose response
   was lost (a 500 or a dropped connection after the server acted) is answered with the same
   resource, never a second one.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 import traceback
 import uuid
@@ -184,6 +188,114 @@ class Retrier(object):
                 self.clock.sleep(delay)
 
 
+class _Throttled(Exception):
+    """A 429 answer carried through the wrapped Retrier, which does not retry it."""
+
+    def __init__(self, answer):
+        super().__init__(str(answer))
+        self.answer = answer
+
+
+class _Pause(object):
+    """The throttling pause of one operation: its length, when it ends, its round of throttled answers."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.resume_at = 0  # on the retrier's clock
+        self.round = 0
+        self.sleeping = threading.Lock()
+
+
+class ThrottledRetrier(object):
+    """``retrier`` (a Retrier) with 429s ridden out; safe to share among the threads of a process.
+
+    A throttled answer pauses every call of its operation (the called function's ``__name__``: OCI throttles
+    per operation, so a throttled list_instances does not stall get_work_request; with ``per_operation=False``
+    one pause holds every call). The pause is shared, so a burst of threads does not come back all at once
+    into the same limit: decorrelated jitter from ``retrier.base`` up to ``retrier.cap``, at least the
+    answer's Retry-After, grown once per round of throttled answers and back to the base after an answer
+    that is not throttled. It uses up none of the call's attempts: the call is tried again until
+    ``retrier.max_seconds`` from its start have passed, then its last 429 is raised. Every other failure is
+    retried by ``retrier`` as before. ``retries`` counts both kinds, ``throttled`` the 429s."""
+
+    _shared = {}  # options -> the ThrottledRetrier of the process for them (shared())
+    _shared_lock = threading.Lock()
+
+    def __init__(self, retrier, per_operation=True):
+        self.retrier = retrier
+        self.clock = retrier.clock
+        self.per_operation = per_operation
+        self.throttled = 0  # 429 answers ridden out, for results and tests
+        self._lock = threading.Lock()
+        self._pauses = {}
+
+    @classmethod
+    def shared(cls, params):
+        """The one ThrottledRetrier of this process for these options: the many sessions of a long-running
+        service share it (``OCISession(params, retrier=ThrottledRetrier.shared(params))``), so all their
+        threads wait out one pause per operation."""
+        key = repr(sorted(params.items()))
+        with cls._shared_lock:
+            if key not in cls._shared:
+                cls._shared[key] = throttled_retrier(params)
+            return cls._shared[key]
+
+    @property
+    def retries(self):
+        return self.retrier.retries + self.throttled
+
+    def _wait(self, pause):
+        """Until the pause is over. One thread sleeps it; the others queue behind that one (so a
+        simulated clock advances once, not once per thread) and then find it over."""
+        while pause.resume_at > self.clock.monotonic():
+            with pause.sleeping:
+                left = pause.resume_at - self.clock.monotonic()
+                if left > 0:
+                    self.clock.sleep(left)
+
+    def _throttled_answer(self, pause, sent_in_round, answer):
+        """Record a 429 of a request sent in round ``sent_in_round``; the pause grows once per round."""
+        with self._lock:
+            self.throttled += 1
+            if sent_in_round == pause.round:
+                pause.round += 1
+                pause.seconds = min(self.retrier.cap, random.uniform(self.retrier.base, pause.seconds * 3))
+                seconds = max(pause.seconds, min(retry_after_seconds(answer), self.retrier.cap))
+                pause.resume_at = max(pause.resume_at, self.clock.monotonic() + seconds)
+            return pause.resume_at
+
+    def call(self, fn, *args, **kwargs):
+        start = self.clock.monotonic()
+        pause = self._pauses.setdefault(getattr(fn, '__name__', '') if self.per_operation else '', _Pause(self.retrier.base))
+
+        def once():
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                if getattr(exc, 'status', None) == 429:
+                    raise _Throttled(exc)
+                raise
+
+        while True:
+            self._wait(pause)
+            sent_in_round = pause.round
+            try:
+                result = self.retrier.call(once)
+            except _Throttled as throttled:
+                resume_at = self._throttled_answer(pause, sent_in_round, throttled.answer)
+                if max(resume_at, self.clock.monotonic()) - start >= self.retrier.max_seconds:
+                    raise throttled.answer
+                continue
+            pause.seconds = self.retrier.base
+            return result
+
+
+def throttled_retrier(params, per_operation=True):
+    """A ThrottledRetrier with the attempts and time budget of the options api_retries, api_retry_max_seconds."""
+    return ThrottledRetrier(Retrier(attempts=params.get('api_retries') or 8,
+                                    max_seconds=params.get('api_retry_max_seconds') or 600), per_operation)
+
+
 def retry_after_seconds(exc):
     """The Retry-After header of an OCI error, in seconds (0 without one)."""
     headers = getattr(exc, 'headers', None) or {}
@@ -198,14 +310,14 @@ def new_retry_token():
 
 
 class OCISession(object):
-    """Clients for one set of auth options, and retried calls through them."""
+    """Clients for one set of auth options, and retried calls through them: through ``retrier`` where given
+    (one shared by many sessions, see ThrottledRetrier.shared), else through a ThrottledRetrier of the session's own."""
 
-    def __init__(self, params):
+    def __init__(self, params, retrier=None):
         self.params = params
         self._config = None
         self._clients = {}
-        self.retrier = Retrier(attempts=params.get('api_retries') or 8,
-                               max_seconds=params.get('api_retry_max_seconds') or 600)
+        self.retrier = retrier or throttled_retrier(params)
 
     @property
     def config(self):

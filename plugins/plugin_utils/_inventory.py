@@ -30,19 +30,17 @@ own) with the collection's capped, jittered backoff (``_oci.Retrier``). A failed
 whether to raise or warn. Nothing is dropped silently.
 
 Throttling (HTTP 429) is the service asking every caller to slow down, not a failure of one call:
-``ThrottledRetrier`` pauses every worker of the discovery at once, and a throttled answer uses up
-no attempt; the call is tried again until its time budget (``api_retry_max_seconds``) runs out.
+the plugin's ``_oci.ThrottledRetrier`` (``per_operation=False``) pauses every worker of the discovery at
+once, and a throttled answer uses up no attempt; the call is tried again until its time budget
+(``api_retry_max_seconds``) runs out.
 """
 
 from __future__ import annotations
 
 import datetime
-import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-
-from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import retry_after_seconds
 
 try:
     import dateutil.parser
@@ -92,93 +90,6 @@ def _datetime(text):
         return datetime.datetime.strptime(text, '%Y-%m-%dT%H:%M:%S.%fZ').replace(tzinfo=dateutil.tz.tzutc())
     except ValueError:
         return dateutil.parser.parse(text)
-
-
-class _Throttled(Exception):
-    """A 429 answer carried through the wrapped Retrier, which does not retry it."""
-
-    def __init__(self, answer):
-        super().__init__(str(answer))
-        self.answer = answer
-
-
-class ThrottledRetrier(object):
-    """``retrier`` (an ``_oci.Retrier``) for the calls of one discovery, where a 429 is ridden out.
-
-    A throttled answer pauses every call of the discovery (one shared pause, so a burst of workers does
-    not come back all at once into the same limit): decorrelated jitter from ``retrier.base`` up to
-    ``retrier.cap``, at least the answer's Retry-After, grown once per round of throttled answers
-    and back to the base after an answer that is not throttled. It uses up none of the call's attempts:
-    the call is tried again until ``retrier.max_seconds`` from its start have passed, then its last
-    429 is raised. Every other failure is retried by ``retrier`` as before."""
-
-    def __init__(self, retrier):
-        self.retrier = retrier
-        self.clock = retrier.clock
-        self.throttled = 0  # 429 answers ridden out, for results and tests
-        self._lock = threading.Lock()
-        self._sleeping = threading.Lock()
-        self._pause = retrier.base
-        self._resume_at = None
-        self._round = 0
-
-    @property
-    def retries(self):
-        return self.retrier.retries + self.throttled
-
-    def _wait(self):
-        """Until the shared pause is over. One thread sleeps it; the others queue behind that one (so a
-        simulated clock advances once, not once per worker) and then find it over."""
-        while True:
-            with self._lock:
-                left = None if self._resume_at is None else self._resume_at - self.clock.monotonic()
-            if left is None or left <= 0:
-                return
-            with self._sleeping:
-                with self._lock:
-                    left = None if self._resume_at is None else self._resume_at - self.clock.monotonic()
-                if left is not None and left > 0:
-                    self.clock.sleep(left)
-
-    def _throttled_answer(self, sent_in_round, answer):
-        """Record a 429 of a request sent in round ``sent_in_round``; the pause grows once per round."""
-        with self._lock:
-            self.throttled += 1
-            if sent_in_round == self._round:
-                self._round += 1
-                self._pause = min(self.retrier.cap, random.uniform(self.retrier.base, self._pause * 3))
-                pause = max(self._pause, min(retry_after_seconds(answer), self.retrier.cap))
-                self._resume_at = max(self._resume_at or 0, self.clock.monotonic() + pause)
-
-    def call(self, fn, *args, **kwargs):
-        start = self.clock.monotonic()
-
-        def once():
-            try:
-                return fn(*args, **kwargs)
-            except Exception as exc:
-                if getattr(exc, 'status', None) == 429:
-                    raise _Throttled(exc)
-                raise
-
-        while True:
-            self._wait()
-            with self._lock:
-                sent_in_round = self._round
-            try:
-                result = self.retrier.call(once)
-            except _Throttled as throttled:
-                if self.clock.monotonic() - start >= self.retrier.max_seconds:
-                    raise throttled.answer
-                self._throttled_answer(sent_in_round, throttled.answer)
-                with self._lock:
-                    resume = (self._resume_at or 0) - start
-                if resume > self.retrier.max_seconds:
-                    raise throttled.answer
-                continue
-            with self._lock:
-                self._pause = self.retrier.base
-            return result
 
 
 def _error_record(operation, exc, **scope):
