@@ -111,7 +111,7 @@ def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
     if action == 'service':
         from ocigpu_control import service
         slurm = service.Slurm(config, run=run, read=read)
-        service.Service(config, autoscaler_factory or _autoscaler, slurm).serve()
+        service.Service(config, autoscaler_factory or _shared_autoscalers(config), slurm).serve()
         return 0
     if action == 'status':
         return _status(config, autoscaler_factory or _autoscaler, out)
@@ -134,6 +134,20 @@ def watchdog(config, run):
 def _autoscaler(config):
     from ocigpu_control.scaler import Autoscaler
     return Autoscaler(config)
+
+
+def _shared_autoscalers(config):
+    """The service's factory of Autoscalers: all on one OCI session (its clients and its throttle-aware
+    retries) and one set of listings of the compartment (cloud.py), whichever thread asks."""
+    from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+    from ocigpu_control.cloud import Listings
+    from ocigpu_control.scaler import Autoscaler
+    session = _oci.OCISession(dict(config['auth']))
+    listings = Listings(session, config['compartment_id'])
+
+    def factory(conf):
+        return Autoscaler(conf, session=session, listings=listings)
+    return factory
 
 
 def _beat_text(config):

@@ -9,7 +9,7 @@ nodes (``gpu-[1-4,7]``):
 
 - resume: the nodes get one RDMA cluster network (ClusterOps.create, the same code path as the
   cluster_network module), the program waits until it is RUNNING and tells Slurm each node's
-  address with ``scontrol update nodename=... nodeaddr=... nodehostname=...``; each instance gets
+  addresses with one ``scontrol update nodename=a,b nodeaddr=ipa,ipb nodehostname=ha,hb``; each instance gets
   its Slurm name as the freeform tag ``ocigpu-slurm-node`` (and display name ``<cluster>-<name>``),
   which the node reads from the instance metadata service to start slurmd with ``-N <name>``. A cluster network
   that already carries these Slurm names is adopted, so a repeated resume never launches twice.
@@ -38,12 +38,13 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _oci
-from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import ClusterOps
+from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import LIVE_NODE_STATES
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import place_of
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
     CLUSTER_TAG, InputError, attr, cluster_tags, is_live)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitError, WaitFailed, Waiter
+from ocigpu_control.cloud import PAGE, Listings, SharedOps
 from ocigpu_control.settings import ConfigError, log, with_defaults
 from ocigpu_control.state import StateFile
 
@@ -105,20 +106,25 @@ def _error_text(exc):
 
 
 class Autoscaler(object):
+    """The autoscaler's work on OCI. The service makes one per request or job, all on one session and one
+    set of shared listings (cloud.py), so that what they read of the compartment is read once for all."""
 
-    def __init__(self, config, session=None, waiter=None):
+    def __init__(self, config, session=None, waiter=None, listings=None):
         self.config = config
         self.session = session or _oci.OCISession(dict(config['auth']))
         self.waiter = waiter or Waiter(self.session, timeout=int(config['wait_timeout']))
-        self.ops = ClusterOps(session=self.session, waiter=self.waiter, compartment_id=config['compartment_id'], wait=True)
+        self.listings = listings or Listings(self.session, config['compartment_id'])
+        self.ops = SharedOps(self.listings, int(config['wait_timeout']), session=self.session, waiter=self.waiter,
+                             compartment_id=config['compartment_id'], wait=True)
         self.state = StateFile(config['state_file'])
+        self.ready_at = None  # listings.mark() when the last resume saw its cluster networks RUNNING
 
     # what is in OCI
-    def cluster_networks(self):
-        """Live cluster networks this autoscaler made: [(model, [slurm names])]."""
-        items = self.session.list_all(self.session.compute_management.list_cluster_networks, self.config['compartment_id'])
+    def cluster_networks(self, after=None):
+        """Live cluster networks this autoscaler made: [(model, [slurm names])], from a listing started after
+        the mark `after` (cloud.Listings.mark(); now when None)."""
         found = []
-        for cn in items:
+        for cn in self.listings.get('cluster_networks', after):
             tags = attr(cn, 'freeform_tags') or {}
             if not is_live(cn) or tags.get(CLUSTER_TAG) != self.config['cluster_name'] or NODES_TAG not in tags:
                 continue
@@ -152,17 +158,21 @@ class Autoscaler(object):
         names = expand_hostlist(hostlist)
         self._check_names(names)
         what = compress_hostlist(names)
+        # A listing started after this resume began shows every cluster network an earlier resume made (the
+        # service runs a resume after the suspends of its names); the resumes of one burst share it.
+        began = self.listings.mark()
         retries = self.session.retrier.retries
         try:
             with self.state.deciding():
                 self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in names]))
-                networks = self.cluster_networks()
+                networks = self.cluster_networks(after=began)
             mapping = self._bring_up(names, what, networks)
             return self._drop_suspended(names, what, mapping)
         finally:
+            # The session is the service's, shared by the resumes at work: their retries are counted together.
             retries = self.session.retrier.retries - retries
             if retries:
-                log.info('resume %s: %d OCI API call(s) retried (throttling, server errors or lost answers)',
+                log.info('resume %s: %d OCI API call(s) retried meanwhile (throttling, server errors or lost answers)',
                          what, retries)
 
     def _bring_up(self, names, what, networks):
@@ -182,6 +192,32 @@ class Autoscaler(object):
         mapping = sorted(mapping, key=lambda m: order[m['name']])
         self._label(mapping)
         return mapping
+
+    def _nodes(self, cn):
+        """[{id, display_name, private_ip, hostname_label}] of the cluster network's live instances: its own
+        listing (one call), their primary VNICs and addresses from the shared listings of the compartment's
+        VNIC attachments and the subnet's private IPs (started after the cluster network was seen RUNNING);
+        an instance those do not show yet is read on its own (ListVnicAttachments, GetVnic)."""
+        s = self.session
+        items = [i for i in s.list_all(s.compute_management.list_cluster_network_instances, self.config['compartment_id'],
+                                       cn.id, limit=PAGE) if (i.state or '').upper() in LIVE_NODE_STATES]
+        attachments = self.listings.get('vnic_attachments', self.ready_at)
+        nodes, missing = [], []
+        for inst in items:
+            node = dict(id=inst.id, display_name=inst.display_name, private_ip=None, hostname_label=None)
+            primary = [a for a in attachments.get(inst.id, []) if attr(a, 'nic_index') in (0, None)]
+            address = self.listings.get(('private_ips', primary[0].subnet_id), self.ready_at).get(
+                primary[0].vnic_id) if primary else None
+            if address is None:
+                missing.append(node)
+            else:
+                node.update(private_ip=address.ip_address, hostname_label=address.hostname_label)
+            nodes.append(node)
+        if missing:
+            found = _launch.instance_ips(s, self.config['compartment_id'], [n['id'] for n in missing])
+            for node in missing:
+                node.update(private_ip=found[node['id']]['private_ip'], hostname_label=found[node['id']]['hostname_label'])
+        return nodes
 
     def _drop_suspended(self, names, what, mapping):
         """A suspend that ran while the nodes were coming up may have found no cluster network to end
@@ -206,9 +242,11 @@ class Autoscaler(object):
 
         A node learns its Slurm name from the instance metadata service (freeformTags) and starts
         slurmd with it; only instances whose tag or name differ are updated."""
+        listed = self.listings.get('instances', self.ready_at) if mapping else {}
         for m in mapping:
+            # What the shared listing shows is current enough: a node's tags are this service's to write.
             _launch.label_instance(self.session, m['id'], display_name='%s-%s' % (self.config['cluster_name'], m['name']),
-                                   freeform_tags=dict(self.pull_tags(), **{NODE_TAG: m['name']}))
+                                   freeform_tags=dict(self.pull_tags(), **{NODE_TAG: m['name']}), current=listed.get(m['id']))
 
     def pull_tags(self):
         """Where a node that configures itself at boot finds the controller (roles/slurm_autoscaler/files/ocigpu_pull.py):
@@ -291,8 +329,8 @@ class Autoscaler(object):
         return ended
 
     def _map(self, cn, names):
-        nodes = self.ops.describe(cn)['nodes']
-        nodes = sorted(nodes, key=lambda n: (n['id']))
+        self.ready_at = self.listings.mark()
+        nodes = sorted(self._nodes(cn), key=lambda n: (n['id']))
         if len(nodes) < len(names):
             raise ResumeFailed('cluster network %s has %d running node(s) for %d Slurm name(s) %s' % (
                 cn.id, len(nodes), len(names), compress_hostlist(names)), cluster_network_id=cn.id)
@@ -303,21 +341,16 @@ class Autoscaler(object):
 
     # where the nodes sit in the RDMA fabric
     def places(self, mapping):
-        """{slurm name: [HPC island, network block, local block]} of the mapping's instances, from one
-        listing of the compartment's compute hosts; a node whose host is not listed (a VM, a host the
-        policy hides) is left out."""
+        """{slurm name: [HPC island, network block, local block]} of the mapping's instances, from the shared
+        listing of the compute hosts (the compartment's and the root compartment's); a node whose host is
+        not listed (a VM, a host the policy hides) is left out."""
         wanted = dict((m['id'], m['name']) for m in mapping)
         found = {}
-        # Beside the instances first; OCI's reference files hosts in the root compartment, listed
-        # when some are missing and the tenancy is known.
-        for compartment_id in (self.config['compartment_id'], self.session.config.get('tenancy')):
-            if not compartment_id or len(found) == len(wanted):
-                break
-            for host in self.session.list_all(self.session.compute.list_compute_hosts, compartment_id):
-                name = wanted.get(attr(host, 'instance_id'))
-                place = place_of(host) if name else None
-                if place:
-                    found[name] = list(place)
+        for host in self.listings.get('compute_hosts', self.ready_at) if wanted else []:
+            name = wanted.get(attr(host, 'instance_id'))
+            place = place_of(host) if name else None
+            if place:
+                found[name] = list(place)
         return found
 
     # suspend
@@ -381,7 +414,11 @@ def _describe_release(outcome, wait):
 
 # Slurm side --------------------------------------------------------------------------------------
 
-def scontrol_address_commands(scontrol, mapping):
-    """One `scontrol update` per node with its address and host name."""
-    return [[scontrol, 'update', 'nodename=%s' % m['name'], 'nodeaddr=%s' % m['private_ip'],
-             'nodehostname=%s' % m['hostname']] for m in mapping]
+def scontrol_address_command(scontrol, mapping):
+    """One `scontrol update` for all the nodes of a mapping: slurmctld pairs the i-th name of ``nodename``
+    with the i-th entry of ``nodeaddr`` and of ``nodehostname`` (equal counts, else it refuses the whole
+    update), so the three lists are given in one order, the names' natural order."""
+    ordered = sorted(mapping, key=lambda m: _natural(m['name']))
+    return [scontrol, 'update', 'nodename=%s' % ','.join(m['name'] for m in ordered),
+            'nodeaddr=%s' % ','.join(m['private_ip'] for m in ordered),
+            'nodehostname=%s' % ','.join(m['hostname'] for m in ordered)]

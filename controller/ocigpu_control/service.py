@@ -47,13 +47,13 @@ import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 from ocigpu_control.requests import keep_beating, submit, waiting as waiting_requests
-from ocigpu_control.scaler import ResumeFailed, _error_text, log, scontrol_address_commands
+from ocigpu_control.scaler import ResumeFailed, _error_text, log, scontrol_address_command
 from ocigpu_control.settings import scontrol_fail_command
 from ocigpu_control.state import StateFile
 from ocigpu_control import static as static_nodes
 from ocigpu_control import decide
 from ocigpu_control.heal import Healer
-from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import compress_hostlist, expand_hostlist
+from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import parse_show_node
 from ocigpu_control.topology import add_places
@@ -115,10 +115,8 @@ class Slurm(object):
             delay = min(delay * 2, 15.0)
 
     def set_addresses(self, mapping):
-        status = 0
-        for cmd in scontrol_address_commands(self.scontrol, mapping):
-            status = self.command(cmd) or status
-        return status
+        """Every node's address and host name in one command (one slurmctld RPC whatever the job's size)."""
+        return self.command(scontrol_address_command(self.scontrol, mapping)) if mapping else 0
 
     def power_down(self, hostlist, reason):
         return self.command(scontrol_fail_command(self.scontrol, hostlist, reason))
@@ -172,7 +170,7 @@ class Service(object):
         self.resumed = set()     # names this service resumed that may still be booting (not taken over)
         self.last_reconcile = None
         self.last_heal = None
-        self.reconfigure_for = []    # the placements the next scontrol reconfigure is for
+        self.reconfigure_for = []    # (what, placements or None) the next batch is for
         self.reconfigure_thread = None
         self.state = StateFile(config['state_file'])
         self.healer = Healer(config, slurm, self.state, clock=self.clock,
@@ -304,40 +302,36 @@ class Service(object):
         return True
 
     def _place(self, scaler, what, mapping):
-        """Put the nodes where OCI placed them in topology.conf (config ``topology``), then
-        ``scontrol reconfigure``; a node whose host cannot be read stays in the switch unknown."""
+        """Put the nodes where OCI placed them in topology.conf (config ``topology``): their hosts are read
+        here (the shared listing of compute hosts), the file is written by the next batch (``_reconfigure``)
+        with every placement of its ``reconfigure_delay`` seconds. A node whose host cannot be read stays in
+        the switch unknown."""
         topo = self.config.get('topology') or {}
         if not topo.get('conf'):
             return
         try:
             found = scaler.places(mapping)
-            with self.lock:
-                done = add_places(topo['conf'], topo['inputs'], topo['places'], found)
         # The nodes are up whatever happens here: their place is worth a warning, never a failed resume.
         except Exception as exc:  # pylint: disable=broad-except
             log.warning('topology %s: not updated (%s); the nodes stay in the switch unknown', what, _error_text(exc))
             return
-        if done is None:
-            log.info('topology %s: %s missing (no topology for on-demand nodes); nothing to update', what, topo['inputs'])
-            return
-        moved, changed = done
         lost = sorted(set(m['name'] for m in mapping) - set(found))
-        log.info('topology %s: %s%s%s', what,
-                 ', '.join('%s in local block %s' % (n, found[n][2][-8:]) for n in moved) or 'no node moved',
-                 '; host not found for %s (left in the switch unknown)' % compress_hostlist(lost) if lost else '',
-                 '; topology.conf rewritten, slurmctld reconfigured within %ss' % self.config['reconfigure_delay']
-                 if changed else '')
-        if changed:
-            self._reconfigure_soon(what)
+        log.info('topology %s: %s%s', what,
+                 ', '.join('%s in local block %s' % (n, found[n][2][-8:]) for n in sorted(found, key=_natural)) or 'no host found',
+                 '; host not found for %s (left in the switch unknown)' % compress_hostlist(lost) if lost else '')
+        if found:
+            self._reconfigure_soon(what, found)
 
-    def _reconfigure_soon(self, what):
-        """One ``scontrol reconfigure`` for the placements of the next ``reconfigure_delay`` seconds.
+    def _reconfigure_soon(self, what, found=None):
+        """topology.conf written once, and one ``scontrol reconfigure``, for the placements (``found``) and
+        the other changes (a static node's new address in nodes.conf) of the next ``reconfigure_delay`` seconds.
 
         Since Slurm 23.11 a reconfigure restarts slurmctld, which answers no one meanwhile; the groups of
         one resume end within seconds of each other, and one restart each kept squeue, the jobs' comments
-        and the other groups' ``scontrol update`` waiting for tens of seconds."""
+        and the other groups' ``scontrol update`` waiting for tens of seconds. Rendered once per group, the
+        file cost N x groups bytes written for a burst."""
         with self.lock:
-            self.reconfigure_for.append(what)
+            self.reconfigure_for.append((what, found))
             if self.reconfigure_thread is not None:
                 return
             thread = self.reconfigure_thread = threading.Thread(target=self._reconfigure, name='reconfigure')
@@ -345,18 +339,46 @@ class Service(object):
         thread.start()
 
     def _reconfigure(self):
-        # Placements made while scontrol runs get one more reconfigure after it. One lost when the service
+        # Placements made while scontrol runs get one more batch after it. One lost when the service
         # stops is not needed: topology.conf is written, and slurmctld reads it when it starts.
         while True:
             time.sleep(float(self.config['reconfigure_delay']))
             with self.lock:
-                whats, self.reconfigure_for = self.reconfigure_for, []
-                if not whats:
+                batch, self.reconfigure_for = self.reconfigure_for, []
+                if not batch:
                     self.reconfigure_thread = None
                     return
+            whats = [what for what, found in batch]
+            placed = {}
+            for what, found in batch:
+                placed.update(found or {})
+            needed = any(found is None for what, found in batch)
+            if placed:
+                needed = self._write_places(whats, placed) or needed
+            if not needed:
+                continue
             status = self.slurm.command([self.slurm.scontrol, 'reconfigure'])
             log.info('topology: %s for %s', 'slurmctld reconfigured' if not status
                      else 'scontrol reconfigure exited %s' % status, '; '.join(whats))
+
+    def _write_places(self, whats, placed):
+        """Record the placements and render topology.conf again; whether the file changed."""
+        topo = self.config['topology']
+        try:
+            done = add_places(topo['conf'], topo['inputs'], topo['places'], placed)
+        except Exception as exc:  # pylint: disable=broad-except
+            log.warning('topology %s: not updated (%s); the nodes stay in the switch unknown', '; '.join(whats),
+                        _error_text(exc))
+            return False
+        if done is None:
+            log.info('topology %s: %s missing (no topology for on-demand nodes); nothing to update', '; '.join(whats),
+                     topo['inputs'])
+            return False
+        moved, changed = done
+        log.info('topology: %d node(s) placed for %s: %s; topology.conf %s', len(placed), '; '.join(whats),
+                 '%s moved' % compress_hostlist(moved) if moved else 'no node moved',
+                 'rewritten' if changed else 'already right')
+        return changed
 
     def _node_setup(self, mapping):
         if not self.config.get('node_setup_command'):
@@ -432,6 +454,10 @@ class Service(object):
             attempts = state.setdefault('attempts', {})
             for job_id in job_ids:
                 attempts.pop(str(job_id), None)
+            # Resumed: it waits for hosts no more (else a later freeing would try to move a running job).
+            waits = [j for j in state.get('capacity_waits') or [] if j not in set(str(i) for i in job_ids)]
+            if waits != list(state.get('capacity_waits') or []):
+                state['capacity_waits'] = waits
         self.state.update(forget)
 
     # a new node's pull failed

@@ -105,11 +105,15 @@ class ClusterOps(object):
         if not self.wait:
             return res
         try:
-            self._wait_work_request(response, 'create of cluster network %s' % res.id)
-            return self.wait_running(res.id)
+            return self._wait_created(response, res)
         except WaitFailed as exc:
             exc.details.setdefault('resource_id', res.id)
             raise
+
+    def _wait_created(self, response, res):
+        """A new cluster network RUNNING: its work request first (its errors say why it failed), then its state."""
+        self._wait_work_request(response, 'create of cluster network %s' % res.id)
+        return self.wait_running(res.id)
 
     def wait_running(self, cluster_network_id):
         return self.waiter.lifecycle(self.cm.get_cluster_network, cluster_network_id, ['RUNNING'],

@@ -525,10 +525,11 @@ def check_hostname_label(label):
         raise InputError('hostname_label: %r must be letters, digits and hyphens, starting with a letter' % label)
 
 
-def label_instance(session, instance_id, display_name=None, freeform_tags=None):
+def label_instance(session, instance_id, display_name=None, freeform_tags=None, current=None):
     """Give an instance a display name and freeform tags (merged into its own) in one UpdateInstance call,
-    and only when they differ. Returns whether it changed."""
-    inst = session.call(session.compute.get_instance, instance_id)
+    and only when they differ. `current`: the instance as a listing showed it (else it is read first).
+    Returns whether it changed."""
+    inst = current or session.call(session.compute.get_instance, instance_id)
     tags = dict(inst.freeform_tags or {})
     want = dict(freeform_tags or {})
     if all(tags.get(k) == v for k, v in want.items()) and display_name in (None, inst.display_name):

@@ -55,4 +55,6 @@ class Slurm(object):
         return [c for c in self.commands if 'state=POWER_DOWN_FORCE' in c]
 
     def addresses(self):
-        return [c[2] for c in self.commands if len(c) > 3 and c[3].startswith('nodeaddr=')]
+        """'nodename=<name>' for each node given an address, in the order told (one command may tell many)."""
+        return ['nodename=%s' % n for c in self.commands if len(c) > 3 and c[3].startswith('nodeaddr=')
+                for n in c[2][len('nodename='):].split(',')]

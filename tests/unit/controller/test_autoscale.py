@@ -269,9 +269,12 @@ def test_program_resume_sets_addresses_then_suspend(sim, tmp_path, config):
     ran = slurm.commands
     assert slurm('resume', 'gpu-[1-2]') == 0
     ips = sorted(i['id'] for i in gpu_instances(sim))
-    assert len(ips) == 2 and len(ran) == 2
-    assert ran[0][:3] == ['/usr/bin/scontrol', 'update', 'nodename=gpu-1']
-    assert ran[0][3].startswith('nodeaddr=10.0.0.') and ran[0][4].startswith('nodehostname=')
+    # Both addresses in one command, paired by position as slurmctld pairs them.
+    assert len(ips) == 2 and len(ran) == 1
+    assert ran[0][:3] == ['/usr/bin/scontrol', 'update', 'nodename=gpu-1,gpu-2']
+    addrs, hosts = ran[0][3].split('=')[1].split(','), ran[0][4].split('=')[1].split(',')
+    assert all(a.startswith('10.0.0.') for a in addrs) and len(set(addrs)) == 2
+    assert ran[0][4].startswith('nodehostname=') and len(hosts) == 2
     log_text = open(config['log_file']).read()
     assert 'resume gpu-[1-2]' in log_text and 'RUNNING' in log_text
 
@@ -280,7 +283,7 @@ def test_program_resume_sets_addresses_then_suspend(sim, tmp_path, config):
     assert json.loads(out.getvalue())[0]['nodes'] == 'gpu-[1-2]'
 
     assert slurm('suspend', 'gpu-[1-2]') == 0
-    assert gpu_instances(sim) == [] and len(ran) == 2
+    assert gpu_instances(sim) == [] and len(ran) == 1  # the suspend runs no scontrol
 
 
 def test_program_capacity_failure_powers_the_nodes_down(sim, tmp_path, config):

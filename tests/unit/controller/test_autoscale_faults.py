@@ -207,11 +207,11 @@ def in_thread(fn, *args):
 def test_suspend_while_resume_waits_for_provisioning(sim, tmp_path, config):
     pause = Pause()
 
-    def paused_at_the_work_request(conf):
+    def paused_in_the_wait(conf):
         scaler_ = _autoscale.Autoscaler(conf)
-        scaler_.waiter.work_request = pause.wrap(scaler_.waiter.work_request)
+        scaler_.listings.wait_for = pause.wrap(scaler_.listings.wait_for)
         return scaler_
-    resumer = Slurm(program_config(tmp_path, config), factory=paused_at_the_work_request)
+    resumer = Slurm(program_config(tmp_path, config), factory=paused_in_the_wait)
     thread, resumed = in_thread(resumer, 'resume', 'gpu-[1-2]')
     assert pause.reached.wait(60)
     cn_id, = [c['id'] for c in live(sim, 'cluster_networks')]
@@ -266,11 +266,11 @@ def test_suspend_before_the_resume_creates_its_cluster_network(sim, tmp_path, co
 def test_suspend_of_some_nodes_while_resume_waits_leaves_the_rest_up(sim, tmp_path, config):
     pause = Pause()
 
-    def paused_at_the_work_request(conf):
+    def paused_in_the_wait(conf):
         scaler_ = _autoscale.Autoscaler(conf)
-        scaler_.waiter.work_request = pause.wrap(scaler_.waiter.work_request)
+        scaler_.listings.wait_for = pause.wrap(scaler_.listings.wait_for)
         return scaler_
-    resumer = Slurm(program_config(tmp_path, config), factory=paused_at_the_work_request)
+    resumer = Slurm(program_config(tmp_path, config), factory=paused_in_the_wait)
     thread, resumed = in_thread(resumer, 'resume', 'gpu-[1-2]')
     assert pause.reached.wait(60)
     assert Slurm(resumer.path)('suspend', 'gpu-1') == 0
@@ -292,8 +292,8 @@ def test_resume_rides_out_429_and_5xx(sim, tmp_path, config):
     rules = [
         sim.faults.error(502, route='GET /clusterNetworks', count=2),  # the first look for one
         sim.faults.error(500, route='POST /clusterNetworks', count=1, after=True),  # made, but the answer is lost
-        sim.faults.error(503, route='GET /workRequests/{workRequestId}', count=3),
-        sim.faults.error(504, route='GET /clusterNetworks/{clusterNetworkId}', count=1),
+        sim.faults.error(503, route='GET /vnicAttachments', count=3),
+        sim.faults.error(504, route='GET /privateIps', count=1),
         sim.faults.throttle(route='GET /clusterNetworks/{clusterNetworkId}/instances', count=2),
         sim.faults.throttle(route='PUT /instances/{instanceId}', count=2),
     ]
@@ -304,18 +304,29 @@ def test_resume_rides_out_429_and_5xx(sim, tmp_path, config):
     assert sim.calls['POST /clusterNetworks'] == 2
     assert [c['lifecycleState'] for c in live(sim, 'cluster_networks')] == ['RUNNING'] and len(gpu_instances(sim)) == 2
     # every fault was answered by a retry, and the log counts them
-    logged(config, 'resume gpu-[1-2]: %d OCI API call(s) retried (throttling, server errors or lost answers)'
+    logged(config, 'resume gpu-[1-2]: %d OCI API call(s) retried meanwhile (throttling, server errors or lost answers)'
            % sum(r.fired for r in rules))
 
     assert slurm('suspend', 'gpu-[1-2]') == 0
     assert nothing_billable(sim)
 
 
-def test_resume_whose_work_request_cannot_be_read_leaves_nothing_behind(sim, tmp_path, config):
-    """The create worked, but its work request answers 503 until the retries are spent."""
-    slurm = Slurm(program_config(tmp_path, config))
-    sim.faults.error(503, route='GET /workRequests/{workRequestId}')
-    assert slurm('resume', 'gpu-[1-2]') == 1
+def test_resume_whose_cluster_network_cannot_be_read_leaves_nothing_behind(sim, tmp_path, config):
+    """The create worked, but the listing of cluster networks its wait reads answers 503 until the retries
+    (8 attempts) are spent; the next listing, which looks for what was made, is answered."""
+    def failing_in_the_wait(conf):
+        scaler_ = _autoscale.Autoscaler(conf)
+        wait_for = scaler_.listings.wait_for
+
+        def failing(*args, **kwargs):
+            if not rules:  # the wait for RUNNING; the wait for its termination is answered
+                rules.append(sim.faults.error(503, route='GET /clusterNetworks', count=8))
+            return wait_for(*args, **kwargs)
+        scaler_.listings.wait_for = failing
+        return scaler_
+    rules = []
+    slurm = Slurm(program_config(tmp_path, config), factory=failing_in_the_wait)
+    assert slurm('resume', 'gpu-[1-2]') == 1 and rules[0].fired == 8
     sim.faults.clear()
     assert [c[2] for c in slurm.power_downs()] == ['nodename=gpu-[1-2]'] and slurm.addresses() == []
     assert nothing_billable(sim)

@@ -141,6 +141,31 @@ def test_freed_hosts_do_not_retry_moving_a_job_that_started_meanwhile(sim, tmp_p
     logged(config, 'hosts are free again: job %d not moved (scontrol exited 1: started already, or gone)' % failed)
 
 
+def test_a_job_resumed_after_its_back_off_is_not_moved_when_hosts_are_freed(sim, tmp_path, config):
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake)
+    sim.capacity.set(SHAPE, 1)
+    fake.allocate(1, ['gpu-1'])
+    fake.allocate(2, ['gpu-2'])
+    service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=1, nodes='gpu-1'), dict(job_id=2, nodes='gpu-2')])
+    run_all(svc)
+    failed, = [j for j, v in fake.jobs.items() if v['state'] == 'PENDING']
+    ran = 'gpu-2' if failed == 1 else 'gpu-1'
+    assert _autoscale.StateFile(config['state_file']).read()['capacity_waits'] == [str(failed)]
+    # Its back-off ran out and it was resumed elsewhere, on hosts that came back.
+    sim.capacity.set(SHAPE, 2)
+    fake.allocate(failed, ['gpu-3'])
+    service.submit(conf, 'resume', 'gpu-3', [dict(job_id=failed, nodes='gpu-3')])
+    run_all(svc)
+    assert fake.nodes['gpu-3']['addr'] and _autoscale.StateFile(config['state_file']).read()['capacity_waits'] == []
+    service.submit(conf, 'suspend', ran)
+    run_all(svc)
+    assert [c for c in fake.commands if c[-1] == 'starttime=now'] == []
+    service.submit(conf, 'suspend', 'gpu-3')
+    run_all(svc)
+    assert nothing_billable(sim)
+
+
 def test_a_job_that_keeps_failing_is_held_with_the_reason(sim, tmp_path, config):
     fake = FakeSlurm(config['node_names'])
     conf, svc = make(config, fake, max_resume_attempts=3)

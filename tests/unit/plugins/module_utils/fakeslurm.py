@@ -112,10 +112,13 @@ class FakeSlurm(object):
                     job['start_after'] = int(re.match(r'now(?:\+(\d+))?$', args['starttime']).group(1) or 0)
                 return 0
             names = expand_hostlist(args['nodename'])
-            for n in names:
+            addrs = args['nodeaddr'].split(',') if 'nodeaddr' in args else []
+            if addrs and len(addrs) != len(names):
+                return 1  # slurmctld: "update_node: nodecount mismatch"
+            for i, n in enumerate(names):
                 node = self.nodes[n]
                 if 'nodeaddr' in args:
-                    node['addr'] = args['nodeaddr']
+                    node['addr'] = addrs[i]
                 elif args.get('state') == 'POWER_DOWN_FORCE':
                     node['state'] = {'IDLE', 'CLOUD', 'POWERED_DOWN'}
                     node['reason'] = args.get('reason', '')
