@@ -17,7 +17,7 @@ auth_argument_spec() and wait_argument_spec(), are in _module.py.
   429 storm that this loop would ride out into a hard failure.
 - ThrottledRetrier(retrier): a 429 uses up no attempt; it pauses every call of its operation (OCI
   throttles per operation) with one jittered pause shared by the threads, until api_retry_max_seconds.
-  Every session has one; ThrottledRetrier.shared(params) is the one of the process for a service's sessions.
+  Every session has one; the threads that share a session share its pauses.
 - create() sends one opc-retry-token on every attempt of a create, so a create whose response
   was lost (a 500 or a dropped connection after the server acted) is answered with the same
   resource, never a second one.
@@ -218,9 +218,6 @@ class ThrottledRetrier(object):
     ``retrier.max_seconds`` from its start have passed, then its last 429 is raised. Every other failure is
     retried by ``retrier`` as before. ``retries`` counts both kinds, ``throttled`` the 429s."""
 
-    _shared = {}  # options -> the ThrottledRetrier of the process for them (shared())
-    _shared_lock = threading.Lock()
-
     def __init__(self, retrier, per_operation=True):
         self.retrier = retrier
         self.clock = retrier.clock
@@ -228,17 +225,6 @@ class ThrottledRetrier(object):
         self.throttled = 0  # 429 answers ridden out, for results and tests
         self._lock = threading.Lock()
         self._pauses = {}
-
-    @classmethod
-    def shared(cls, params):
-        """The one ThrottledRetrier of this process for these options: the many sessions of a long-running
-        service share it (``OCISession(params, retrier=ThrottledRetrier.shared(params))``), so all their
-        threads wait out one pause per operation."""
-        key = repr(sorted(params.items()))
-        with cls._shared_lock:
-            if key not in cls._shared:
-                cls._shared[key] = throttled_retrier(params)
-            return cls._shared[key]
 
     @property
     def retries(self):
@@ -310,8 +296,8 @@ def new_retry_token():
 
 
 class OCISession(object):
-    """Clients for one set of auth options, and retried calls through them: through ``retrier`` where given
-    (one shared by many sessions, see ThrottledRetrier.shared), else through a ThrottledRetrier of the session's own."""
+    """Clients for one set of auth options, and retried calls through them: through ``retrier`` where given,
+    else through a ThrottledRetrier of the session's own."""
 
     def __init__(self, params, retrier=None):
         self.params = params

@@ -102,7 +102,11 @@ def test_join_gives_the_munge_key_only_to_the_tagged_instance_at_its_own_address
     mapping = _autoscale.Autoscaler(pull_config).resume('gpu-[1-2]')
     enroller = _pull.Enroller(pull_config)
     one, two = mapping
+    singles = [sim.calls[r] for r in ('GET /instances/{instanceId}', 'GET /vnics/{vnicId}')]
     answer = enroller.join(one['id'], 'gpu-1', one['private_ip'])
+    # Decided from listings of the compartment started after the request, not from reads of the one instance.
+    assert [sim.calls[r] for r in ('GET /instances/{instanceId}', 'GET /vnics/{vnicId}')] == singles
+    assert enroller.listings.made == {'instances': 1, 'vnic_attachments': 1, str(('private_ips', pull_config['subnet_id'])): 1}
     assert base64.b64decode(answer['munge_key_b64']) == MUNGE and answer['conf_server'] == '10.0.0.2:6817'
     # each user's MPI key pair comes with it (never in the bundle), no shared one; a controller that names none hands none
     assert answer['mpi_keys'] == MPI_KEYS and 'mpi_private_key' not in answer

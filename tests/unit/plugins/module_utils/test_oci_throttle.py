@@ -52,10 +52,8 @@ def test_a_session_rides_out_twelve_429s_with_its_eight_attempts(monkeypatch):
     assert 12 <= clock.t <= 600
 
 
-def test_a_given_retrier_is_the_sessions_and_shared_ones_are_one_per_auth():
-    retrier = _oci.ThrottledRetrier.shared({'config_profile': 'A', 'region': 'r1'})
-    assert _oci.ThrottledRetrier.shared({'region': 'r1', 'config_profile': 'A'}) is retrier
-    assert _oci.ThrottledRetrier.shared({'config_profile': 'B', 'region': 'r1'}) is not retrier
+def test_a_given_retrier_is_the_sessions_and_each_session_has_one_otherwise():
+    retrier = _oci.throttled_retrier({'config_profile': 'A', 'region': 'r1'})
     assert _oci.OCISession({'config_profile': 'A'}, retrier=retrier).retrier is retrier
     own = _oci.OCISession({'api_retries': 3, 'api_retry_max_seconds': 50}).retrier
     assert isinstance(own, _oci.ThrottledRetrier) and own.per_operation
