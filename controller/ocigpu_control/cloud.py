@@ -19,9 +19,10 @@ the threads that need it:
   and one kept is replaced by the next, so memory holds one answer per kind.
 - ``Listings.wait_for(cluster_network_id, ...)``: the waits of all the threads on their cluster
   networks (RUNNING after a create, TERMINATED after a termination) share the listings of the
-  compartment's cluster networks (each wait looks after 1 s, then twice as long each time up to 5 s,
-  and takes any listing newer than its last look), in place of one GetWorkRequest and one
-  GetClusterNetwork poller per thread: at most about one listing a second however many wait.
+  compartment's cluster networks (each wait looks after 1 s, then every 2 s, and takes any listing
+  newer than its last look, so a wait made no call when another made one meanwhile), in place of one
+  GetWorkRequest and one GetClusterNetwork poller per thread: about one listing every second or two
+  however many wait, and a cluster network seen RUNNING within 2 s.
 - ``SharedOps``: the ClusterOps (module_utils/_cluster.py) of the autoscaler, whose create and
   termination wait through ``wait_for``; the work request is read only when a cluster network failed,
   for OCI's reason (``Out of host capacity.``).
@@ -46,10 +47,10 @@ DEAD = ('TERMINATING', 'TERMINATED')
 class Listings(object):
     """Compartment-wide listings, one at a time of each kind, shared by the threads that need them."""
 
-    def __init__(self, session, compartment_id, poll_seconds=(1.0, 5.0)):
+    def __init__(self, session, compartment_id, poll_seconds=(1.0, 2.0)):
         self.session = session
         self.compartment_id = compartment_id
-        self.poll_seconds = poll_seconds  # a wait looks after 1 s, then each time twice as long, at most 5 s
+        self.poll_seconds = poll_seconds  # a wait looks after 1 s, then every 2 s
         self.made = {}  # kind -> listings made, for the benchmark and tests
         self._lock = threading.Lock()
         self._serial = 0  # listings started, of every kind

@@ -348,11 +348,11 @@ class Service(object):
                 if not batch:
                     self.reconfigure_thread = None
                     return
-            whats = [what for what, found in batch]
+            whats = [entry[0] for entry in batch]
             placed = {}
-            for what, found in batch:
-                placed.update(found or {})
-            needed = any(found is None for what, found in batch)
+            for entry in batch:
+                placed.update(entry[1] or {})
+            needed = any(entry[1] is None for entry in batch)  # a change other than a placement
             if placed:
                 needed = self._write_places(whats, placed) or needed
             if not needed:

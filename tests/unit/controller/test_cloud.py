@@ -91,7 +91,7 @@ def clock(monkeypatch):
     return now
 
 
-def test_a_wait_looks_with_a_growing_pause_until_its_state(clock):
+def test_a_wait_looks_after_one_second_then_every_two_until_its_state(clock):
     session = Session()
     listings = Listings(session, 'ocid1.compartment.oc1..c')
     session.networks = [cn('a', 'PROVISIONING')]
@@ -104,8 +104,8 @@ def test_a_wait_looks_with_a_growing_pause_until_its_state(clock):
         return found is not None and found.lifecycle_state == 'RUNNING'
     found = listings.wait_for('a', running, 'cluster network a', timeout=60)
     assert found.lifecycle_state == 'RUNNING'
-    # Looks after 0, 1, 3, 7, 12 (pause 1, 2, 4, then at most 5) and 17 s.
-    assert seen == [0.0, 1.0, 3.0, 7.0, 12.0, 17.0] and session.calls == len(seen)
+    # Looks after 0 and 1 s, then every 2 s; the look after the change sees it.
+    assert seen == [0.0, 1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0] and session.calls == len(seen)
 
 
 def test_a_wait_fails_on_a_failed_state_and_times_out(clock):
