@@ -61,7 +61,7 @@ def test_threads_that_ask_while_one_lists_share_its_listing():
     first.start()
     assert session.listing.wait(10)
     # 20 more threads ask for a listing started after the same mark while the first one runs.
-    others = [threading.Thread(target=lambda: answers.append(listings.get('cluster_networks', mark))) for _ in range(20)]
+    others = [threading.Thread(target=lambda: answers.append(listings.get('cluster_networks', mark))) for n in range(20)]
     for t in others:
         t.start()
     session.networks = [cn('a', 'RUNNING')]
