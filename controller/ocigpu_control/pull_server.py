@@ -162,10 +162,15 @@ class Enroller(object):
         if inst is None:
             return None
         addresses = []
-        for att in self.listings.get('vnic_attachments', mark).get(instance_id, []):
-            address = self.listings.get(('private_ips', att.subnet_id), mark).get(att.vnic_id)
-            if address is not None:
-                addresses.append(address.ip_address)
+        try:
+            for att in self.listings.get('vnic_attachments', mark).get(instance_id, []):
+                address = self.listings.get(('private_ips', att.subnet_id), mark).get(att.vnic_id)
+                if address is not None:
+                    addresses.append(address.ip_address)
+        except _oci.ServiceError as exc:
+            if exc.status not in (401, 403, 404):
+                raise
+            # A policy without the listing of private IPs: the addresses are read VNIC by VNIC (verify).
         return inst, addresses
 
     def _addresses(self, instance_id):

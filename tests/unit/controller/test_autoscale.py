@@ -113,6 +113,13 @@ def test_config_names_what_is_missing():
 
 # Resume / suspend against the simulator ------------------------------------------------------------
 
+def test_a_policy_without_the_listing_of_private_ips_reads_each_vnic(sim, scaler):
+    sim.faults.add('GET /privateIps', status=404, code='NotAuthorizedOrNotFound')
+    mapping = scaler.resume('gpu-[1-2]')
+    assert all(m['private_ip'].startswith('10.0.0.') for m in mapping) and sim.calls['GET /vnics/{vnicId}'] == 2
+    assert [sim.state.get(m['id'])['freeformTags']['ocigpu-slurm-node'] for m in mapping] == ['gpu-1', 'gpu-2']
+
+
 def test_resume_creates_one_cluster_network_and_maps_names_to_ips(sim, scaler, config):
     mapping = scaler.resume('gpu-[1-2]')
     assert [m['name'] for m in mapping] == ['gpu-1', 'gpu-2']

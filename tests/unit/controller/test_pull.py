@@ -133,6 +133,17 @@ def test_join_gives_the_munge_key_only_to_the_tagged_instance_at_its_own_address
         enroller.join(one['id'], 'gpu-1', one['private_ip'])
 
 
+def test_a_policy_without_the_listing_of_private_ips_still_checks_the_address(sim, pull_config):  # noqa: F811
+    one, two = _autoscale.Autoscaler(pull_config).resume('gpu-[1-2]')
+    sim.faults.add('GET /privateIps', status=404, code='NotAuthorizedOrNotFound')
+    enroller = _pull.Enroller(pull_config)
+    vnics = sim.calls['GET /vnics/{vnicId}']
+    assert enroller.join(one['id'], 'gpu-1', one['private_ip'])['name'] == 'gpu-1'
+    assert sim.calls['GET /vnics/{vnicId}'] == vnics + 1  # read on its own
+    with pytest.raises(_pull.JoinRefused, match='the request comes from %s' % two['private_ip']):
+        enroller.join(one['id'], 'gpu-1', two['private_ip'])
+
+
 # The channel -------------------------------------------------------------------------------------
 
 class FakeEnroller(object):
