@@ -42,6 +42,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import Wai
 
 PAGE = 1000  # OCI's largest page for these lists
 DEAD = ('TERMINATING', 'TERMINATED')
+REFUSED = (401, 403, 404)  # a policy that does not allow a listing (NotAuthorizedOrNotFound)
 
 
 class Listings(object):
@@ -89,8 +90,8 @@ class Listings(object):
             try:
                 items = self._list(kind)
                 with self._lock:
-                    if kind not in self._kept or self._kept[kind][0] < serial:
-                        self._kept[kind] = (serial, items)
+                    # One listing of a kind runs at a time: this one is the newest.
+                    self._kept[kind] = (serial, items)
                     self.made[str(kind)] = self.made.get(str(kind), 0) + 1
                 return serial, items
             finally:
@@ -121,6 +122,17 @@ class Listings(object):
                 hosts += s.list_all(s.compute.list_compute_hosts, tenancy, limit=PAGE)
             return hosts
         raise ValueError('no listing of %r' % (kind,))
+
+    def private_ip(self, attachment, after=None):
+        """The primary private IP of an attachment's VNIC from the listing of its subnet; None when that
+        listing does not show it, or when the policy does not let the controller list private IPs (the
+        caller then reads the VNIC on its own, as it did before these listings)."""
+        try:
+            return self.get(('private_ips', attachment.subnet_id), after).get(attachment.vnic_id)
+        except _oci.ServiceError as exc:
+            if exc.status not in REFUSED:
+                raise
+            return None
 
     def wait_for(self, cluster_network_id, done, what, timeout, failed=(), after=None):
         """Look at the cluster network in a shared listing (started after the mark `after`, then each newer
@@ -163,12 +175,12 @@ class SharedOps(ClusterOps):
             return self.listings.wait_for(res.id, lambda cn: cn is not None and cn.lifecycle_state == 'RUNNING',
                                           what + ' to be RUNNING', self.timeout, failed=DEAD + ('GONE',),
                                           after=self.listings.mark())  # the listings started once it exists
-        except WaitFailed as exc:
+        except WaitFailed:
             if self.work_request_id:
                 # Ended: its work request says why (one read; raises WaitFailed with OCI's errors).
                 self.waiter.work_request(self.work_request_id, what='create of %s (work request %s)' % (
                     what, self.work_request_id))
-            raise exc
+            raise
 
     def wait_gone(self, cluster_network_id):
         self.listings.wait_for(cluster_network_id, lambda cn: cn is None or cn.lifecycle_state == 'TERMINATED',

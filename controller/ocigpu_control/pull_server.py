@@ -161,17 +161,8 @@ class Enroller(object):
         inst = self.listings.get('instances', mark).get(instance_id)
         if inst is None:
             return None
-        addresses = []
-        try:
-            for att in self.listings.get('vnic_attachments', mark).get(instance_id, []):
-                address = self.listings.get(('private_ips', att.subnet_id), mark).get(att.vnic_id)
-                if address is not None:
-                    addresses.append(address.ip_address)
-        except _oci.ServiceError as exc:
-            if exc.status not in (401, 403, 404):
-                raise
-            # A policy without the listing of private IPs: the addresses are read VNIC by VNIC (verify).
-        return inst, addresses
+        found = [self.listings.private_ip(att, mark) for att in self.listings.get('vnic_attachments', mark).get(instance_id, [])]
+        return inst, [address.ip_address for address in found if address is not None]
 
     def _addresses(self, instance_id):
         """The private addresses of the instance's VNICs, read on their own."""

@@ -206,7 +206,7 @@ class Autoscaler(object):
         for inst in items:
             node = dict(id=inst.id, display_name=inst.display_name, private_ip=None, hostname_label=None)
             primary = [a for a in attachments.get(inst.id, []) if attr(a, 'nic_index') in (0, None)]
-            address = self._private_ips(primary[0].subnet_id).get(primary[0].vnic_id) if primary else None
+            address = self.listings.private_ip(primary[0], self.ready_at) if primary else None
             if address is None:
                 missing.append(node)
             else:
@@ -235,16 +235,6 @@ class Autoscaler(object):
             ended = [o['cn'].id for o in outcomes if not o['in_use']]
             raise ResumeFailed('%s suspended while being resumed' % gone, outcome=_terminated(ended, what), nodes=what)
         return mapping
-
-    def _private_ips(self, subnet_id):
-        """{vnic id: primary private IP} of the subnet, from the shared listing; empty where the policy does not
-        let the controller list private IPs (the addresses are then read VNIC by VNIC, as before)."""
-        try:
-            return self.listings.get(('private_ips', subnet_id), self.ready_at)
-        except _oci.ServiceError as exc:
-            if exc.status not in (401, 403, 404):
-                raise
-            return {}
 
     def _label(self, mapping):
         """Give each instance its Slurm name: tag ocigpu-slurm-node and display name <cluster>-<name>.

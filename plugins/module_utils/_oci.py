@@ -252,7 +252,8 @@ class ThrottledRetrier(object):
 
     def call(self, fn, *args, **kwargs):
         start = self.clock.monotonic()
-        pause = self._pauses.setdefault(getattr(fn, '__name__', '') if self.per_operation else '', _Pause(self.retrier.base))
+        key = getattr(fn, '__name__', '') if self.per_operation else ''
+        pause = self._pauses.get(key) or self._pauses.setdefault(key, _Pause(self.retrier.base))
 
         def once():
             try:

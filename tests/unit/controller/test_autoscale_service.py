@@ -121,16 +121,22 @@ def test_capacity_shortfall_fails_only_the_job_that_does_not_fit_and_it_runs_whe
     assert nothing_billable(sim)
 
 
-def test_freed_hosts_do_not_retry_moving_a_job_that_started_meanwhile(sim, tmp_path, config):
+def one_of_two_jobs_short_of_hosts(sim, config, **settings):
+    """Jobs 1 and 2 of one node each resumed with hosts for one: (fake Slurm, conf, service, the job that
+    failed and waits, the node of the one that ran)."""
     fake = FakeSlurm(config['node_names'])
-    conf, svc = make(config, fake, scontrol_retry_seconds=60)
+    conf, svc = make(config, fake, **settings)
     sim.capacity.set(SHAPE, 1)
     fake.allocate(1, ['gpu-1'])
     fake.allocate(2, ['gpu-2'])
     service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=1, nodes='gpu-1'), dict(job_id=2, nodes='gpu-2')])
     run_all(svc)
     failed, = [j for j, v in fake.jobs.items() if v['state'] == 'PENDING']
-    ran = 'gpu-2' if failed == 1 else 'gpu-1'
+    return fake, conf, svc, failed, 'gpu-2' if failed == 1 else 'gpu-1'
+
+
+def test_freed_hosts_do_not_retry_moving_a_job_that_started_meanwhile(sim, tmp_path, config):
+    fake, conf, svc, failed, ran = one_of_two_jobs_short_of_hosts(sim, config, scontrol_retry_seconds=60)
     fake.allocate(failed, ['gpu-3'])  # its back-off ran out and Slurm started it elsewhere
     start = time.monotonic()
     service.submit(conf, 'suspend', ran)
@@ -142,15 +148,7 @@ def test_freed_hosts_do_not_retry_moving_a_job_that_started_meanwhile(sim, tmp_p
 
 
 def test_a_job_resumed_after_its_back_off_is_not_moved_when_hosts_are_freed(sim, tmp_path, config):
-    fake = FakeSlurm(config['node_names'])
-    conf, svc = make(config, fake)
-    sim.capacity.set(SHAPE, 1)
-    fake.allocate(1, ['gpu-1'])
-    fake.allocate(2, ['gpu-2'])
-    service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=1, nodes='gpu-1'), dict(job_id=2, nodes='gpu-2')])
-    run_all(svc)
-    failed, = [j for j, v in fake.jobs.items() if v['state'] == 'PENDING']
-    ran = 'gpu-2' if failed == 1 else 'gpu-1'
+    fake, conf, svc, failed, ran = one_of_two_jobs_short_of_hosts(sim, config)
     assert _autoscale.StateFile(config['state_file']).read()['capacity_waits'] == [str(failed)]
     # Its back-off ran out and it was resumed elsewhere, on hosts that came back.
     sim.capacity.set(SHAPE, 2)
