@@ -4,7 +4,7 @@
 
 """The command line of Slurm power saving on OCI: the programs the slurm_autoscaler role installs run
 main() with the configuration file (--config) and an action (resume, suspend, resume-fail, status,
-service, pull-server) and, from Slurm, a hostlist; a resume reads the jobs of Slurm's resume file
+nodes, service, pull-server) and, from Slurm, a hostlist; a resume reads the jobs of Slurm's resume file
 (SLURM_RESUME_FILE). resume, suspend and resume-fail only hand a request to the service (requests.py);
 the work is service.py's and scaler.py's.
 """
@@ -63,13 +63,17 @@ def _read(argv):
 
 NOT_RUNNING = 'the autoscaler service is not running'
 
-USAGE = """usage: %(prog)s [--config PATH] resume|suspend|resume-fail|status [HOSTLIST]
+USAGE = """usage: %(prog)s [--config PATH] resume|suspend|resume-fail|status|nodes [HOSTLIST]
   resume HOSTLIST       hand the nodes to the autoscaler service, which makes (or adopts) their cluster
                         network and sets their addresses; with the service not running, hand them back
   suspend HOSTLIST      hand the nodes to the service, which releases them and terminates cluster
                         networks whose nodes are all released
   resume-fail HOSTLIST  same as suspend (Slurm's ResumeFailProgram)
   status                print the autoscaled cluster networks as JSON, and the service's heartbeat
+  nodes                 print as JSON one object per instance that carries a Slurm name of this cluster
+                        (on-demand and static, terminated ones OCI still lists): its state, cluster
+                        network, availability and fault domain, local block; the heartbeat on stderr
+                        (read by `ocigpu status`)
   watchdog              with the service not running, hand back the nodes of the resumes it left in
                         flight (run every 20 s by ocigpu-autoscaler-watchdog.timer)
   service               carry out the requests the programs hand over, and reconcile Slurm with OCI
@@ -88,8 +92,9 @@ def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
     if argv == ['pull-server']:  # the pull path's server shares this program's configuration
         from ocigpu_control import pull_server
         return pull_server.main(['--config', config_path])
-    if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status', 'service', 'watchdog') or (
-            argv[0] not in ('status', 'service', 'watchdog') and len(argv) != 2) or (
+    if not argv or argv[0] not in ('resume', 'suspend', 'resume-fail', 'status', 'nodes', 'service', 'watchdog') or (
+            argv[0] not in ('status', 'nodes', 'service', 'watchdog') and len(argv) != 2) or (
+            argv[0] == 'nodes' and len(argv) != 1) or (
             argv[0] == 'watchdog' and len(argv) != 1):
         sys.stderr.write(USAGE % dict(prog=prog))
         return 2
@@ -99,7 +104,7 @@ def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
     except ConfigError as exc:
         sys.stderr.write('%s: %s\n' % (prog, exc))
         return 2
-    if action in ('status', 'service'):
+    if action in ('status', 'nodes', 'service'):
         from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
         from ocigpu_control.scaler import check_config
         try:
@@ -115,6 +120,8 @@ def main(argv=None, autoscaler_factory=None, run=_run, out=None, read=_read):
         return 0
     if action == 'status':
         return _status(config, autoscaler_factory or _autoscaler, out)
+    if action == 'nodes':
+        return _nodes(config, out)
     if action == 'watchdog':
         return watchdog(config, run)
     return hand_over(config, action, hostlist, run)
@@ -171,6 +178,24 @@ def _status(config, autoscaler_factory, out):
     except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
         log.error('status failed: %s', getattr(exc, 'message', None) or exc)
         return 1
+    return 0
+
+
+def _nodes(config, out, view=None):
+    """The OCI view of this cluster's nodes as JSON on stdout (view.py); the service's heartbeat on stderr.
+    Exit 1, with OCI's message on stderr, when OCI cannot be asked."""
+    from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+    from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+    from ocigpu_control.view import NodesView
+    sys.stderr.write('service: %s\n' % _beat_text(config))
+    try:
+        records = (view or NodesView(config)).nodes()
+    except (InputError, _oci.OCIConfigError, _oci.ServiceError) as exc:
+        message = getattr(exc, 'message', None) or str(exc)
+        log.error('nodes failed: %s', message)
+        sys.stderr.write('ocigpu-slurm-autoscaler: OCI cannot be asked: %s\n' % message)
+        return 1
+    out.write(json.dumps(records, indent=1) + '\n')
     return 0
 
 
