@@ -64,8 +64,9 @@ def settings(config):
 COUNTED = ('replaced', 'powered_up', 'healed', 'failed', 'left')
 
 
-def metrics_text(heal, enabled=True):
-    """The loop's figures in Prometheus' text format, from its state (the state file's 'heal' key)."""
+def metrics_text(heal, enabled=True, now=None, max_per_hour=None):
+    """The loop's figures in Prometheus' text format, from its state (the state file's 'heal' key); with
+    now (the loop's clock) and max_per_hour, also its limit: replacements started in the last hour and the most."""
     nodes = heal.get('nodes') or {}
     counts = heal.get('counts') or {}
     lines = ['# HELP ocigpu_heal_enabled Whether the self-healing loop is on.', '# TYPE ocigpu_heal_enabled gauge',
@@ -85,6 +86,12 @@ def metrics_text(heal, enabled=True):
     lines += ['# HELP ocigpu_heal_last_drain_to_service_seconds Seconds from drain to back in service of the last '
               'node healed.', '# TYPE ocigpu_heal_last_drain_to_service_seconds gauge',
               'ocigpu_heal_last_drain_to_service_seconds %.1f' % float(heal.get('last_drain_to_service') or 0)]
+    if now is not None and max_per_hour is not None:
+        recent = sum(1 for t in heal.get('started') or [] if now - t < 3600)
+        lines += ['# HELP ocigpu_heal_started_last_hour Replacements the loop started in the last hour.',
+                  '# TYPE ocigpu_heal_started_last_hour gauge', 'ocigpu_heal_started_last_hour %d' % recent,
+                  '# HELP ocigpu_heal_max_per_hour The most replacements the loop starts in an hour (heal.max_per_hour).',
+                  '# TYPE ocigpu_heal_max_per_hour gauge', 'ocigpu_heal_max_per_hour %d' % int(max_per_hour)]
     return '\n'.join(lines) + '\n'
 
 
@@ -99,8 +106,9 @@ class Healer(object):
     """One step of the loop per call of ``step(nodes)`` (the service's reconcile, and between them):
     observe, decide (decide.heal), apply each decision with its command and its log line."""
 
-    def __init__(self, config, slurm, state, clock=time.time, submit=None, carriers=None):
+    def __init__(self, config, slurm, state, clock=time.time, submit=None, carriers=None, more_metrics=None):
         self.config = config
+        self.more_metrics = more_metrics    # () -> more Prometheus text for the metrics file (the service's figures)
         self.heal = settings(config)
         self.slurm = slurm
         self.state = state          # the service's StateFile: key 'heal'
@@ -141,7 +149,8 @@ class Healer(object):
         if self.heal['metrics_file']:
             try:
                 # Whole or not at all, as the exporter reads it, and readable by its user (0644).
-                write_text(self.heal['metrics_file'], metrics_text(self._read()))
+                write_text(self.heal['metrics_file'], metrics_text(self._read(), now=now, max_per_hour=self.heal['max_per_hour'])
+                           + (self.more_metrics() if self.more_metrics else ''))
             except (IOError, OSError) as exc:
                 log.warning('heal: the metrics file %s could not be written: %s', self.heal['metrics_file'], exc)
         return done

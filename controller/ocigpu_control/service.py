@@ -46,13 +46,16 @@ import threading
 import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
-from ocigpu_control.requests import keep_beating, submit, waiting as waiting_requests
+from ocigpu_control.requests import heartbeat, keep_beating, submit, waiting as waiting_requests
 from ocigpu_control.scaler import ResumeFailed, _error_text, log, scontrol_address_command
 from ocigpu_control.settings import scontrol_fail_command
 from ocigpu_control.state import StateFile
 from ocigpu_control import static as static_nodes
 from ocigpu_control import decide
+from ocigpu_control import heal as healing
+from ocigpu_control import metrics
 from ocigpu_control.heal import Healer
+from ansible_collections.ocigpu.cluster.plugins.module_utils._health import write_text
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 from ansible_collections.ocigpu.cluster.plugins.module_utils._slurm import parse_show_node
@@ -172,10 +175,11 @@ class Service(object):
         self.last_heal = None
         self.reconfigure_for = []    # (what, placements or None) the next batch is for
         self.reconfigure_thread = None
+        self.metrics_failed = False
         self.state = StateFile(config['state_file'])
         self.healer = Healer(config, slurm, self.state, clock=self.clock,
                              submit=lambda action, name, **extra: submit(config, action, name, source='heal', **extra),
-                             carriers=self._carriers)
+                             carriers=self._carriers, more_metrics=self.metrics_text)
 
     # requests
     def waiting(self):
@@ -295,6 +299,7 @@ class Service(object):
             self.resumed.update(m['name'] for m in mapping)
         status = self.slurm.set_addresses(mapping)
         self._forget_attempts(job_ids)
+        self.state.update(lambda state: metrics.count_resume(state, 'done'))
         log.info('resume %s%s: done: %s%s', what, jobs, ', '.join('%s=%s' % (m['name'], m['private_ip']) for m in mapping),
                  '' if not status else '; telling slurmctld the addresses failed (scontrol exited %s)' % status)
         self._node_setup(mapping)
@@ -393,6 +398,7 @@ class Service(object):
     def _failed(self, what, job_ids, message, outcome, counter='attempts'):
         prefix = self.config['resume_fail_reason_prefix']
         status = self.slurm.power_down(what, '%s: %s' % (prefix, message))
+        self.state.update(lambda state: metrics.count_resume(state, 'failed'))
         told = []
         capacity = 'out of host capacity' in message.lower()
         for job_id in job_ids:
@@ -630,6 +636,26 @@ class Service(object):
             return None
         return self.healer.step(nodes, self.busy_names())
 
+    # the figures
+    def metrics_text(self):
+        """The service's figures (metrics.py), written with the loop's into heal.metrics_file."""
+        beat = heartbeat(self.config)
+        return metrics.service_text(self.state.read(), beat['time'] if beat else time.time(), self.config['max_resume_attempts'])
+
+    def write_metrics(self):
+        """With the loop off, the service writes its figures (and the loop's, off) itself; with it on, the loop does."""
+        path = self.healer.heal['metrics_file']
+        if not path or self.healer.heal['enabled']:
+            return
+        try:
+            write_text(path, healing.metrics_text(self.healer._read(), enabled=False) + self.metrics_text())  # pylint: disable=protected-access
+        except (IOError, OSError) as exc:
+            if not self.metrics_failed:     # once, not at every pass
+                log.warning('service: the metrics file %s could not be written: %s', path, exc)
+            self.metrics_failed = True
+            return
+        self.metrics_failed = False
+
     # the loop
     def serve(self, stop=None, sleep=None):
         stop = stop or threading.Event()
@@ -651,5 +677,6 @@ class Service(object):
                     self.heal()
                 except Exception as exc:  # pylint: disable=broad-except
                     log.error('heal failed: %s', _error_text(exc))
+            self.write_metrics()
             (sleep or stop.wait)(float(self.config['poll_interval']))
         log.info('service: stopped')
