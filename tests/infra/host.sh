@@ -6,7 +6,18 @@ set -euo pipefail
 
 apt_install podman runc fuse-overlayfs slirp4netns uidmap debootstrap systemd-container \
   lvm2 xfsprogs qemu-system-x86 qemu-utils openssh-client rsync e2fsprogs dosfstools \
-  ca-certificates curl jq iproute2 zstd shellcheck psmisc busybox-static
+  ca-certificates curl jq iproute2 zstd shellcheck psmisc busybox-static prometheus
+
+# promtool checks the alert rules (tests/unit/test_alert_rules.py); it comes in Debian's prometheus
+# package, whose server the tests never need: stopped and off at boot (the package enables it, and
+# starts it where it may).
+if [ -d /run/systemd/system ]; then
+  systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+else
+  deb-systemd-helper disable prometheus.service >/dev/null 2>&1 || true
+  update-rc.d prometheus disable >/dev/null 2>&1 || true
+  [ ! -x /etc/init.d/prometheus ] || /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+fi
 
 conf=/etc/containers/containers.conf
 want='# Written by ocigpu.cluster tests/infra/host.sh: crun and the default ulimits fail on this host.
