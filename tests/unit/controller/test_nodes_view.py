@@ -12,7 +12,7 @@ from ocigpu_control import programs
 from ocigpu_control import scaler as _autoscale
 from ocigpu_control.view import KEYS, NodesView
 from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
-    config, gpu_instances, sim, write_config)
+    config, sim, write_config)
 
 
 def by_name(records):
