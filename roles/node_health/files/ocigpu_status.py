@@ -186,7 +186,9 @@ def read_oci(config, run, problems, control):
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         problems.append('OCI: no control plane here and the static map %s cannot be read (%s)' % (config['node_map'], exc))
         return [], dict(kind='none')
-    written = data.get('written') or max([r.get('time_created') or '' for r in records] or ['']) or 'unknown'
+    # configure.yml keeps the time of its run out of the file (a run again reports ok): the file's own
+    # time is when a run last found the nodes changed.
+    written = data.get('written') or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(os.stat(config['node_map']).st_mtime))
     return records, dict(kind='node_map', written=written, text='as of configure %s' % written)
 
 

@@ -212,11 +212,12 @@ def test_a_static_cluster_reads_the_map_of_configure_and_says_there_is_no_contro
     records = [dict(inst('st-1', 'st000001', ip='10.0.2.7', kind='static', cn_name='as-static'), time_created='2026-11-20T08:00:00+00:00')]
     cluster = Cluster(tmp_path, [real('st-1', 'IDLE', addr='10.0.2.7')], records, control=False)
     (tmp_path / 'nodes.json').write_text(json.dumps(dict(nodes=records)))
+    os.utime(str(tmp_path / 'nodes.json'), (NOW - 7200, NOW - 7200))  # configure wrote it two hours ago
     rows, service = cluster.report()
-    assert rows['st-1']['oci_source'] == 'as of configure 2026-11-20T08:00:00+00:00' and rows['st-1']['kind'] == 'static'
+    assert rows['st-1']['oci_source'] == 'as of configure 2027-01-15T06:00:00Z' and rows['st-1']['kind'] == 'static'
     assert service['control_plane'] is False and not any('ocigpu-slurm-autoscaler' in c[0] for c in cluster.calls)
     text = cluster.text('--no-figures')
-    assert 'service: no control plane on this cluster' in text and 'instances: as of configure 2026-11-20T08:00:00+00:00' in text
+    assert 'service: no control plane on this cluster' in text and 'instances: as of configure 2027-01-15T06:00:00Z' in text
 
 
 def test_each_source_that_cannot_be_read_is_named_and_the_table_still_prints(tmp_path):
