@@ -316,7 +316,7 @@ def build(config, run=run_command, fetch=fetch_metrics, now=None, figures=True):
         rows.append(row(name, node, chosen, note, source, control, jobs.get(name, [])))
     if figures:
         targets = dict((r['node'], r['address']) for r in rows if r['address'] and r['instance_state'] not in GONE
-                       and r['slurm_state'] and 'POWERED_DOWN' not in r['slurm_state'])
+                       and r['slurm_state'] and not re.search(r'POWERED_DOWN|POWERING_UP', r['slurm_state']))
         scraped = scrape(targets, config['exporter_port'], fetch)
         for r in rows:
             r['figures'] = scraped.get(r['node'])

@@ -132,6 +132,7 @@ def test_a_replaced_node_shows_its_new_instance_and_the_loops_step(tmp_path, ord
     assert (row['instance_id'], row['instance_state'], row['instance_gone']) == (new['instance_id'], 'PROVISIONING', False)
     assert row['heal_step'] == 'powering_up' and row['heal_record']['instance_id'] == new['instance_id']
     assert row['address'] == '10.0.0.24' and row['health'] == 'replacing'
+    assert row['figures'] is None and cluster.scraped == []  # powering up: no exporter to ask yet
     assert row['instance_note'] == ''  # a gone instance beside a live one is no claim
 
 
