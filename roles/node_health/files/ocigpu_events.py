@@ -30,6 +30,7 @@ AUTOSCALER_CONFIG = '/etc/ocigpu-autoscaler/autoscaler.json'
 AUTOSCALER_LOG = '/var/log/ocigpu-autoscaler/autoscaler.log'
 SLURMCTLD_LOG = '/var/log/slurm/slurmctld.log'
 SWEEP_UNIT = 'ocigpu-active-sweep.service'
+SLURMCTLD_UNIT = 'slurmctld.service'
 
 # A Slurm hostlist or a node name: gpu-[1-3,7], gpu-2, node07.
 _NAME = r'[A-Za-z][A-Za-z0-9_.-]*(?:\[[0-9,-]+\][A-Za-z0-9_.-]*)*'
@@ -154,6 +155,10 @@ def _drainer(reason):
         return 'by its health check'
     if reason.startswith('ocigpu-autoscaler'):
         return 'by the autoscaler'
+    if reason.startswith('ocigpu-heal'):
+        return 'by the self-healing loop'
+    if reason.startswith('ocigpu: being replaced'):
+        return 'for its replacement'
     return 'by hand or another program'
 
 
@@ -179,11 +184,35 @@ _CTLD_RULES = (
 )
 
 
+def _journal_time(match):
+    """The local time of a journal line (short-iso gives the zone: turned into this machine's)."""
+    when, zone = parse_time(match.group(1)), match.group(2)
+    if zone:
+        stamp = datetime.datetime.strptime(match.group(1) + zone.replace('Z', '+0000').replace(':', ''), '%Y-%m-%dT%H:%M:%S%z')
+        when = stamp.astimezone().replace(tzinfo=None)
+    return when
+
+
+def parse_slurmctld_journal(line):
+    """A line of slurmctld's journal (journalctl -o short-iso), where it logs without SlurmctldLogFile
+    (the slurm role sets none): its stderr lines, which start with "slurmctld: "."""
+    match = _JOURNAL.match(line)
+    if not match:
+        return None
+    message = match.group(3)
+    if message.startswith('slurmctld: '):
+        message = message[len('slurmctld: '):]
+    return _slurmctld_event(_journal_time(match), message, line)
+
+
 def parse_slurmctld(line):
     match = _SLURMCTLD.match(line)
     if not match:
         return None
-    when, message = parse_time(match.group(1)), match.group(2)
+    return _slurmctld_event(parse_time(match.group(1)), match.group(2), line)
+
+
+def _slurmctld_event(when, message, line):
     for pattern, make in _CTLD_RULES:
         found = re.match(pattern, message)
         if found:
@@ -197,11 +226,7 @@ def parse_sweep(line):
     match = _JOURNAL.match(line) or _STAMPED.match(line)
     if not match:
         return None
-    when = parse_time(match.group(1))
-    zone = match.group(2) if match.re is _JOURNAL else None
-    if zone:
-        stamp = datetime.datetime.strptime(match.group(1) + zone.replace('Z', '+0000').replace(':', ''), '%Y-%m-%dT%H:%M:%S%z')
-        when = stamp.astimezone().replace(tzinfo=None)
+    when = _journal_time(match) if match.re is _JOURNAL else parse_time(match.group(1))
     message = match.group(match.lastindex)
     found = re.match(r'^sweep: (%s) (.*)$' % _NAME, message)
     if found and re.search(r'\d', found.group(1)):
@@ -263,7 +288,9 @@ def sources(config):
     pull_log = (scaler.get('pull') or {}).get('log_file') if isinstance(scaler.get('pull'), dict) else None
     if pull_log:
         found.append((parse_pull, pull_log))
-    found.append((parse_slurmctld, config.get('slurmctld_log') or SLURMCTLD_LOG))
+    ctld_log = config.get('slurmctld_log') or SLURMCTLD_LOG
+    if rotated(ctld_log):
+        found.append((parse_slurmctld, ctld_log))
     if config.get('sweep_log'):
         found.append((parse_sweep, config['sweep_log']))
     return found
@@ -288,12 +315,18 @@ def collect(config, run=_run, show_all=False, since=None):
                 event = parser(line)
                 if event is not None and (event.known or show_all):
                     events.append(event)
+    journals = []
     if not config.get('sweep_log'):
-        argv = ['journalctl', '-u', config.get('sweep_unit') or SWEEP_UNIT, '-o', 'short-iso', '--no-pager', '-q']
+        journals.append((parse_sweep, config.get('sweep_unit') or SWEEP_UNIT))
+    # Without a SlurmctldLogFile (the slurm role sets none), slurmctld logs to the journal.
+    if not rotated(config.get('slurmctld_log') or SLURMCTLD_LOG):
+        journals.append((parse_slurmctld_journal, config.get('slurmctld_unit') or SLURMCTLD_UNIT))
+    for parser, unit in journals:
+        argv = ['journalctl', '-u', unit, '-o', 'short-iso', '--no-pager', '-q']
         if since is not None:
             argv += ['--since', since.strftime('%Y-%m-%d %H:%M:%S')]
         for line in run(argv).splitlines():
-            event = parse_sweep(line)
+            event = parser(line)
             if event is not None and (event.known or show_all):
                 events.append(event)
     events.sort(key=lambda e: e.when)

@@ -118,3 +118,27 @@ def test_job_and_since(config):
 def test_hostlist_expansion():
     assert events.expand('gpu-[1-3,07],cpu-1') == ['gpu-1', 'gpu-2', 'gpu-3', 'gpu-07', 'cpu-1']
     assert events.expand('rack[1-2]-n[1-2]') == ['rack1-n1', 'rack1-n2', 'rack2-n1', 'rack2-n2']
+
+
+def test_slurmctld_from_its_journal_without_a_log_file(config, tmp_path):
+    """The slurm role sets no SlurmctldLogFile: slurmctld logs to stderr, hence the journal, its lines
+    starting with "slurmctld: ". Without a log file its journal is read."""
+    config['slurmctld_log'] = str(tmp_path / 'none' / 'slurmctld.log')
+    ctld = ('2026-11-28T19:40:00+0000 ctl slurmctld[812]: slurmctld: update_node: node gpu-2 reason set to: '
+            'ocigpu: being replaced (provision.yml) instance ocid1.instance.oc1..old2\n'
+            '2026-11-28T19:40:00+0000 ctl slurmctld[812]: slurmctld: update_node: node gpu-2 state set to DRAINED\n')
+    os.environ['TZ'] = 'UTC'
+    time.tzset()
+    out = io.StringIO()
+    units = []
+
+    def run(argv):
+        units.append(argv[2])
+        return ctld if argv[2] == 'slurmctld.service' else ''
+    assert events.main(['--node', 'gpu-2'], config, run=run, out=out) == 0
+    assert units == ['ocigpu-active-sweep.service', 'slurmctld.service']
+    assert ('2026-11-28 19:40:00  gpu-2      slurm: drained for its replacement: ocigpu: being replaced (provision.yml) '
+            'instance ocid1.instance.oc1..old2') in out.getvalue().splitlines()
+    assert '2026-11-28 19:40:00  gpu-2      slurm: state set to DRAINED' in out.getvalue().splitlines()
+    # With the log file there, its journal is not asked.
+    assert 'slurmctld.service' not in timeline(dict(config, slurmctld_log=str(tmp_path / 'slurmctld.log')))[1][-1]
