@@ -49,6 +49,20 @@ reasons() {
        s && /^ +"[a-z_]+": "/ && !/"msg": / { line = $0; sub(/^ +/, "", line); print h, line }' "$1"
 }
 on_ctl() { ssh -F "$work/ssh_config" "opc@$bastion_ip" "sudo $(printf '%q ' "$@")"; }
+hostvar() {  # hostvar INVENTORY_JSON HOST VAR
+  jq -r --arg h "$2" --arg v "$3" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h][$v] // "" | s' "$1"
+}
+# ocigpu_status WHEN: `ocigpu status` on the controller (docs/operations.md), printed, and its JSON
+# kept in $work/status-<n>.json for the checks that follow.
+status_n=0
+ocigpu_status() {
+  status_n=$((status_n + 1))
+  echo "   ocigpu status ($1):"
+  on_ctl ocigpu status | sed 's/^/     /'
+  on_ctl ocigpu status --json --no-figures > "$work/status-$status_n.json" || die "ocigpu status --json failed"
+}
+# status_of NAME KEY: a field of a node's row in the last ocigpu status --json.
+status_of() { jq -r --arg n "$1" --arg k "$2" '.nodes[] | select(.node == $n) | .[$k] // ""' "$work/status-$status_n.json"; }
 
 step "1. Starting the OCI simulator, with local stand-ins for the instances it launches"
 # The demo VCN is 198.18.120.0/22 and public IPs come from 198.18.124.0/24, so the stand-ins live
@@ -114,6 +128,13 @@ awk '/^TASK \[/ { role = ""; t = $0; sub(/^TASK \[/, "", t); n = split(t, a, " :
   | sort | awk '{ if ($1 != last) { printf "%s%-40s", (NR > 1 ? "\n" : ""), $1; last = $1 } printf " %s=%s", $2, $3 } END { print "" }' \
   | sed 's/^/     /'
 
+ocigpu_status "configured; the instances as configure found them"
+for h in $(jq -r '.gpu_nodes.hosts[]' "$work/inventory.json"); do
+  name=$(hostvar "$work/inventory.json" "$h" ocigpu_slurm_name)
+  [ -n "$name" ] || name=$(on_ctl scontrol show node --oneliner | awk -v ip="$(hostvar "$work/inventory.json" "$h" ansible_host)" '$0 ~ "NodeAddr=" ip " " { sub(/^NodeName=/, "", $1); print $1 }')
+  [ "$(status_of "$name" instance_id)" = "$(hostvar "$work/inventory.json" "$h" oci_instance_id)" ] \
+    || die "ocigpu status does not join $name with $h's instance; see $work/status-$status_n.json"
+done
 echo "   the cluster's lock file, decided on the controller before any node downloaded (docs/artifacts.md):"
 python3 - "$work/demo.lock.yml" <<'PY' | sed 's/^/     /'
 import sys, yaml
@@ -174,9 +195,6 @@ echo "   both repaired in $(( $(date +%s) - start ))s; the roles ran on every ho
 awk '/^(TASK|RUNNING HANDLER) \[/ { t = $0; sub(/ \*+$/, "", t) } /^changed: / { print t "  " $1 " " $2 }' "$work/configure-3.log" \
   | grep -v 'Record what each role' | sed 's/^/     /'
 
-hostvar() {  # hostvar INVENTORY_JSON HOST VAR
-  jq -r --arg h "$2" --arg v "$3" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h][$v] // "" | s' "$1"
-}
 # check_topology INVENTORY_JSON: slurmctld's topology puts every GPU node of the inventory in the
 # switch of its local block (lb-<the OCID's last 8 characters>), as the Compute Hosts API places it.
 check_topology() {
@@ -433,6 +451,28 @@ who=$(as_alice ssh -o BatchMode=yes "$ip1" id -un) || die "alice was refused by 
 on_ctl scancel "$alice_job"
 [ "$who" = alice ] || die "ssh $ip1 during alice's job answered '$who'"
 echo "   alice, during her job $alice_job on $slurm_n1: ssh $ip1 logs her in ($who)"
+# The operator's program and the key the nodes accept for their diagnostics (docs/operations.md):
+# alice can neither run the one nor read the other; the key, even taken to a node, opens nothing
+# there, and from the controller it runs the collector and nothing else.
+refusal=$(as_alice /usr/local/sbin/ocigpu status 2>&1) && die "alice ran ocigpu status: $refusal"
+echo "   alice: ocigpu status -> $(tail -1 <<< "$refusal")"
+grep -q 'Permission denied' <<< "$refusal" || die "ocigpu refused alice for another reason: $refusal"
+refusal=$(as_alice sudo -n /usr/local/sbin/ocigpu status 2>&1) && die "alice ran ocigpu through sudo: $refusal"
+echo "   alice: sudo -n ocigpu status -> $(tail -1 <<< "$refusal")"
+refusal=$(as_alice cat /etc/ocigpu-health/diag_ed25519 2>&1) && die "alice read the diag key"
+echo "   alice: cat the diag key -> $(tail -1 <<< "$refusal")"
+on_ctl cat /etc/ocigpu-health/diag_ed25519 > "$work/diag_key.taken"
+ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.copy \
+  -a "src=$work/diag_key.taken dest=/root/diag_key.taken mode=0600" >> "$work/users.log" 2>&1
+rm -f "$work/diag_key.taken"
+taken=$(ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.shell -a \
+  "ssh -i /root/diag_key.taken -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null root@$ip2 id -un 2>&1; rm -f /root/diag_key.taken" 2>&1 | tail -1)
+echo "   root on $slurm_n1 with the diag key taken from the controller: ssh root@$ip2 -> $taken"
+grep -q 'Permission denied' <<< "$taken" || die "the diag key opened $ip2 from $slurm_n1: $taken"
+forced=$(on_ctl ssh -i /etc/ocigpu-health/diag_ed25519 -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+  "root@$ip2" id -un 2>/dev/null | head -c 2 | od -An -tx1 | tr -d ' ')
+echo "   root on the controller with the diag key: ssh root@$ip2 id -un -> the collector's gzip stream ($forced), not a shell"
+[ "$forced" = 1f8b ] || die "the diag key ran something else than the collector on $ip2 (first bytes: $forced)"
 record "a hostile user: metadata, directory, forged XID, logins" $(( $(date +%s) - start ))
 
 step "8. A sick node: slurmd's health check drains it with the reason, and resumes it once healed"
@@ -452,6 +492,8 @@ for _ in $(seq 60); do
 done
 echo "   sinfo -R: $slurm1 drained: $reason"
 [ "$reason" = "ocigpu-health: container_paths missing enroot" ] || die "expected $slurm1 drained for enroot, got: '$reason'"
+ocigpu_status "$slurm1 drained by its health check"
+[ "$(status_of "$slurm1" health)" = failing ] || die "ocigpu status does not call $slurm1 failing; see $work/status-$status_n.json"
 # Heal it: the next run resumes the node, since the check drained it.
 ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.command -a 'mv /usr/bin/enroot.off /usr/bin/enroot' > /dev/null
 state=''
@@ -516,6 +558,13 @@ who=$(ansible "$node2" -i "$work/demo.gpu_nodes.yml" -m ansible.builtin.command 
 grep -q "uid=$alice_uid(alice) gid=9876(privilege)" <<< "$who" || die "the new instance of $node2 does not know alice: $who"
 echo "   the new instance knows the cluster user added before it existed: $who"
 [ "$answer" = "$slurm2" ] || die "the new node answered '$answer', not $slurm2"
+ocigpu_status "$slurm2 replaced: a new instance under its name"
+[ "$(status_of "$slurm2" instance_id)" = "$new_id" ] || die "ocigpu status does not show $slurm2's new instance; see $work/status-$status_n.json"
+echo "   ocigpu events --node $slurm2:"
+on_ctl ocigpu events --node "$slurm2" > "$work/events-$slurm2.txt" || die "ocigpu events failed"
+sed 's/^/     /' "$work/events-$slurm2.txt" | tail -12
+grep -q "ocigpu: being replaced (provision.yml) instance $old_id" "$work/events-$slurm2.txt" \
+  || die "ocigpu events --node $slurm2 does not tell of its drain for the replacement; see $work/events-$slurm2.txt"
 # The new instance sits on another host: the name moved to the switch of its local block.
 [ "$(hostvar "$work/inventory-replaced.json" "$node2" oci_local_block_id)" != "$(hostvar "$work/inventory.json" "$node2" oci_local_block_id)" ] \
   || die "the replacement has the old node's local block; the check below would show nothing"
@@ -532,6 +581,38 @@ answer=$(on_ctl srun -N2 hostname | sort | paste -sd' ')
 [ "$(wc -w <<< "$answer")" -eq 2 ] || die "the same job without --switches did not run on both nodes: '$answer'"
 ip2=$new_ip
 record "replace a node under its Slurm name" $(( $(date +%s) - start ))
+
+step "9b. A diagnostics bundle (diagnose.yml): the controller and both nodes, one of them unreachable, no secret in it"
+start=$(date +%s)
+# node 2's sshd stopped from outside (podman), so that the collector cannot reach it.
+standin2=$(podman ps -q --filter "label=ocigpu-demo-instance=$new_id")
+podman exec "$standin2" systemctl stop ssh.socket ssh.service 2>/dev/null || true
+run_playbook "diagnose" "$work/diagnose.log" -i "$work/demo.gpu_nodes.yml" playbooks/diagnose.yml -e "@$work/cluster.yml" \
+  -e "diag_dest=$work/diag"
+podman exec "$standin2" systemctl start ssh.service || die "sshd of $slurm2 did not start again"
+bundle=$(find "$work/diag" -maxdepth 1 -name 'ocigpu-diag-*.tar.gz' | sort | tail -1)
+[ -f "$bundle" ] || die "diagnose.yml fetched no bundle; see $work/diagnose.log"
+index() { tar -xzOf "$bundle" "$(basename "$bundle" .tar.gz)/INDEX.txt"; }
+index | sed -n '/^nodes:/,/^$/p' | sed 's/^/   /'
+index | grep -E "^ +$slurm1 .*collected" > /dev/null || die "the bundle has nothing of $slurm1; see $bundle"
+index | grep -E "^ +$slurm2 .*unreachable" > /dev/null || die "the bundle does not name $slurm2 unreachable; see $bundle"
+echo "   $(tar -tzf "$bundle" | wc -l) files in $(du -k "$bundle" | cut -f1) KiB: ${bundle#"$OCIGPU_ROOT"/}"
+# No secret of the cluster in it: the munge key, the controller's diag key and SSH host keys, and
+# every private key of root and the users on node 1 and on the shared home, each looked for whole.
+rm -rf "$work/diag/x"; mkdir -p "$work/diag/x"; tar -xzf "$bundle" -C "$work/diag/x"
+secrets_of='base64 -w0 /etc/munge/munge.key; echo
+for f in /etc/ocigpu-health/diag_ed25519 /etc/ssh/ssh_host_*_key /root/.ssh/id_* /home/*/.ssh/id_* /mnt/home/*/.ssh/*; do
+  [ -f "$f" ] && grep -q "PRIVATE KEY" "$f" && grep -v -- "-----" "$f"
+done | awk "length >= 60"; true'
+{ on_ctl sh -c "$secrets_of"
+  ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.shell -a "$secrets_of" 2>/dev/null | tail -n +2; } \
+  | awk 'length >= 40' | sort -u > "$work/diag/secrets.txt"
+echo "   $(wc -l < "$work/diag/secrets.txt") secret lines of the controller and $slurm1 looked for in the bundle"
+[ "$(wc -l < "$work/diag/secrets.txt")" -ge 10 ] || die "too few secrets read to look for; see $work/diag/secrets.txt"
+if grep -rlF -f "$work/diag/secrets.txt" "$work/diag/x"; then die "a secret is in the bundle (the files above)"; fi
+echo "   none found"
+rm -rf "$work/diag/x" "$work/diag/secrets.txt"
+record "a diagnostics bundle without secrets" $(( $(date +%s) - start ))
 
 step "10. Shrinking to one node while a job runs on the node that goes"
 start=$(date +%s)
