@@ -52,18 +52,6 @@ on_ctl() { ssh -F "$work/ssh_config" "opc@$bastion_ip" "sudo $(printf '%q ' "$@"
 hostvar() {  # hostvar INVENTORY_JSON HOST VAR
   jq -r --arg h "$2" --arg v "$3" 'def s: if type == "object" then .__ansible_unsafe else . end; ._meta.hostvars[$h][$v] // "" | s' "$1"
 }
-# ocigpu_status WHEN: `ocigpu status` on the controller (docs/operations.md), printed, and its JSON
-# kept in $work/status-<n>.json for the checks that follow.
-status_n=0
-ocigpu_status() {
-  status_n=$((status_n + 1))
-  echo "   ocigpu status ($1):"
-  on_ctl ocigpu status | sed 's/^/     /'
-  on_ctl ocigpu status --json --no-figures > "$work/status-$status_n.json" || die "ocigpu status --json failed"
-}
-# status_of NAME KEY: a field of a node's row in the last ocigpu status --json.
-status_of() { jq -r --arg n "$1" --arg k "$2" '.nodes[] | select(.node == $n) | .[$k] // ""' "$work/status-$status_n.json"; }
-
 step "1. Starting the OCI simulator, with local stand-ins for the instances it launches"
 # The demo VCN is 198.18.120.0/22 and public IPs come from 198.18.124.0/24, so the stand-ins live
 # on the machine's own test networks.
