@@ -215,13 +215,13 @@ demo_wait_standins() {
 }
 
 # ocigpu_status WHEN: `ocigpu status` on the controller (docs/operations.md; through the caller's
-# on_ctl), printed, and its JSON kept in $work/status-<n>.json for the checks that follow.
+# on_ctl), printed, and its JSON kept in $DEMO_WORK/status-<n>.json for the checks that follow.
 status_n=0
 ocigpu_status() {
   status_n=$((status_n + 1))
   echo "   ocigpu status ($1):"
   on_ctl ocigpu status | sed 's/^/     /'
-  on_ctl ocigpu status --json --no-figures > "$work/status-$status_n.json" || die "ocigpu status --json failed"
+  on_ctl ocigpu status --json --no-figures > "$DEMO_WORK/status-$status_n.json" || die "ocigpu status --json failed"
 }
 # status_of NAME KEY: a field of a node's row in the last ocigpu status --json.
-status_of() { jq -r --arg n "$1" --arg k "$2" '.nodes[] | select(.node == $n) | .[$k] // ""' "$work/status-$status_n.json"; }
+status_of() { jq -r --arg n "$1" --arg k "$2" '.nodes[] | select(.node == $n) | .[$k] // ""' "$DEMO_WORK/status-$status_n.json"; }

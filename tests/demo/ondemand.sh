@@ -191,7 +191,7 @@ run_playbook "add the cluster user alice" "$work/user-add.log" -i "$work/demo.gp
 echo "   alice: $(on_ctl id alice), before any GPU node exists"
 as_alice() { ssh -F "$work/ssh_config" -i "$work/alice_ed25519" -o IdentitiesOnly=yes "alice@$bastion_ip" "$@" 2>>"$work/users.log"; }
 ocigpu_status "configured; no GPU node has an instance yet"
-[ -z "$(status_of gpu-1 instance_id)" ] && [ "$(status_of gpu-1 instance_state)" = "" ] \
+{ [ -z "$(status_of gpu-1 instance_id)" ] && [ -z "$(status_of gpu-1 instance_state)" ]; } \
   || die "ocigpu status shows an instance for gpu-1 before any job; see $work/status-$status_n.json"
 
 step "4. Jobs of ${JOBS// /, } node(s) at once on a cluster with none${CAPACITY:+; hosts for $CAPACITY nodes}${RESTART_AFTER:+; slurmctld restarted ${RESTART_AFTER}s into the resume}"
@@ -464,12 +464,12 @@ if [ -n "$HEAL" ]; then
   jq -r '"   heal: the new instance'"'"'s pull: tags \(.wait_tags) s, bundle \(.fetch_bundle) s, ansible-core \(.ansible) s, roles \(.configure) s, passive checks \(.checks) s, active NCCL check \(.active_check) s, slurmd \(.slurmd_start) s"' \
     "$work/heal-instance.json"
   ocigpu_status "$sick replaced by the self-healing loop"
-  [ "$(status_of "$sick" instance_state)" = RUNNING ] && [ -n "$(status_of "$sick" heal_step)" ] \
+  { [ "$(status_of "$sick" instance_state)" = RUNNING ] && [ -n "$(status_of "$sick" heal_step)" ]; } \
     || die "ocigpu status does not show $sick's new instance and the loop's step; see $work/status-$status_n.json"
   echo "   ocigpu events --node $sick:"
   on_ctl ocigpu events --node "$sick" > "$work/events-$sick.txt" || die "ocigpu events failed"
   sed 's/^/     /' "$work/events-$sick.txt" | tail -15
-  grep -q "heal: drained by the checks" "$work/events-$sick.txt" && grep -q "pull: join accepted" "$work/events-$sick.txt" \
+  { grep -q "heal: drained by the checks" "$work/events-$sick.txt" && grep -q "pull: join accepted" "$work/events-$sick.txt"; } \
     || die "ocigpu events --node $sick tells neither the loop's drain nor the new instance's join; see $work/events-$sick.txt"
 
   step "4c. The periodic active check: the sweep runs it through Slurm on idle nodes; one falls short and is replaced"
@@ -605,7 +605,7 @@ if [ -n "$HEAL" ]; then
   jq -r '"   heal (static): the new instance'"'"'s pull: tags \(.wait_tags) s, roles \(.configure) s, passive checks \(.checks) s, active NCCL check \(.active_check) s, total \(.total) s"' \
     "$work/static-instance.json" || true
   ocigpu_status "the static node $static replaced through its pool"
-  [ "$(status_of "$static" instance_state)" = RUNNING ] && [ "$(status_of "$static" kind)" = static ] \
+  { [ "$(status_of "$static" instance_state)" = RUNNING ] && [ "$(status_of "$static" kind)" = static ]; } \
     || die "ocigpu status does not show the static node $static's new instance; see $work/status-$status_n.json"
 fi
 

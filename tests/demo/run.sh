@@ -588,6 +588,7 @@ echo "   $(tar -tzf "$bundle" | wc -l) files in $(du -k "$bundle" | cut -f1) KiB
 # No secret of the cluster in it: the munge key, the controller's diag key and SSH host keys, and
 # every private key of root and the users on node 1 and on the shared home, each looked for whole.
 rm -rf "$work/diag/x"; mkdir -p "$work/diag/x"; tar -xzf "$bundle" -C "$work/diag/x"
+# shellcheck disable=SC2016  # expands on the host that runs it
 secrets_of='base64 -w0 /etc/munge/munge.key; echo
 for f in /etc/ocigpu-health/diag_ed25519 /etc/ssh/ssh_host_*_key /root/.ssh/id_* /home/*/.ssh/id_* /mnt/home/*/.ssh/*; do
   [ -f "$f" ] && grep -q "PRIVATE KEY" "$f" && grep -v -- "-----" "$f"

@@ -115,7 +115,8 @@ def controller_part(bundle, config, runner):
     else:
         try:
             bundle.add('controller/status.json', _captured(ocigpu_status.main, ['--json'], config)[1])
-        except Exception as exc:  # pylint: disable=broad-except  (a failing part leaves a note, never fails the bundle)
+        # A failing part leaves a note, never fails the bundle.
+        except Exception as exc:  # pylint: disable=broad-except
             bundle.notes.append('controller/status.json: failed: %s' % exc)
     try:
         out = io.StringIO()

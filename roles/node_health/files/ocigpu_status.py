@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import math
 import os
 import re
 import subprocess  # nosec: fixed argument lists, no shell
@@ -132,7 +133,7 @@ def figures_of(text):
     def one(*names):
         for name in names:
             for _labels, value in values.get(name, []):
-                if value == value:  # not NaN
+                if not math.isnan(value):
                     return value
         return None
     return dict(failing=failing, checks=len(values.get('ocigpu_health_check_ok', [])),
