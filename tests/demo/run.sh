@@ -442,12 +442,12 @@ echo "   alice, during her job $alice_job on $slurm_n1: ssh $ip1 logs her in ($w
 # The operator's program and the key the nodes accept for their diagnostics (docs/operations.md):
 # alice can neither run the one nor read the other; the key, even taken to a node, opens nothing
 # there, and from the controller it runs the collector and nothing else.
-refusal=$(as_alice /usr/local/sbin/ocigpu status 2>&1) && die "alice ran ocigpu status: $refusal"
+refusal=$(as_alice "/usr/local/sbin/ocigpu status 2>&1") && die "alice ran ocigpu status: $refusal"
 echo "   alice: ocigpu status -> $(tail -1 <<< "$refusal")"
 grep -q 'Permission denied' <<< "$refusal" || die "ocigpu refused alice for another reason: $refusal"
-refusal=$(as_alice sudo -n /usr/local/sbin/ocigpu status 2>&1) && die "alice ran ocigpu through sudo: $refusal"
+refusal=$(as_alice "sudo -n /usr/local/sbin/ocigpu status 2>&1") && die "alice ran ocigpu through sudo: $refusal"
 echo "   alice: sudo -n ocigpu status -> $(tail -1 <<< "$refusal")"
-refusal=$(as_alice cat /etc/ocigpu-health/diag_ed25519 2>&1) && die "alice read the diag key"
+refusal=$(as_alice "cat /etc/ocigpu-health/diag_ed25519 2>&1") && die "alice read the diag key"
 echo "   alice: cat the diag key -> $(tail -1 <<< "$refusal")"
 on_ctl cat /etc/ocigpu-health/diag_ed25519 > "$work/diag_key.taken"
 ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.copy \
