@@ -330,6 +330,10 @@ def row(name, node, chosen, note, source, control, jobs):
     heal = (control or {}).get('heal_nodes', {}).get(name) or {}
     chosen = chosen or {}
     gone = chosen.get('instance_state') in GONE
+    last = None
+    if gone and node is not None and node.powered_down:
+        # A suspend terminates the instance, which OCI lists a while longer: a node powered down has none.
+        last, chosen, gone = chosen.get('instance_id'), {}, False
     address = node.address if node and node.address != name else None
     if not chosen and address and not (node.powered_down or 'POWERING_UP' in node.flags):
         # Slurm still has an address for it, OCI lists no instance of it: gone, and no longer listed.
@@ -346,7 +350,7 @@ def row(name, node, chosen, note, source, control, jobs):
         heal_step=STEPS.get(heal.get('step'), heal.get('step')) if heal else None, heal_record=heal or None,
         # Where this node's capacity comes from: today the availability domain of its cluster network.
         capacity_source=chosen.get('availability_domain') if chosen and not gone else None,
-        jobs=jobs, figures=None, health=None)
+        jobs=jobs, figures=None, health=None, last_instance=last)
 
 
 def service_of(config, control, source, problems):

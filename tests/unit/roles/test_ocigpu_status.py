@@ -120,6 +120,18 @@ def test_a_cloud_node_powered_down_has_no_instance_and_no_error(tmp_path, addr):
     assert 'none (powered down)' in cluster.text()
 
 
+def test_a_node_powered_down_after_its_instance_was_terminated_has_no_instance_and_names_the_last(tmp_path):
+    """A suspend terminates the node's instance, which OCI lists a while longer: the node is powered down,
+    as it should be, and nothing is gone."""
+    last = inst('gpu-3', 'last0003', state='TERMINATED')
+    cluster = Cluster(tmp_path, [real('gpu-3', 'IDLE+CLOUD+POWERED_DOWN', addr='10.0.0.13')], [last])
+    row = cluster.report()[0]['gpu-3']
+    assert (row['instance_id'], row['instance_gone'], row['instance_note']) == (None, False, '')
+    assert row['last_instance'] == last['instance_id'] and row['cluster_network_name'] is None
+    text = cluster.text()
+    assert 'none (powered down)' in text and 'gone' not in text
+
+
 @pytest.mark.parametrize('order', ['new first', 'old first'])
 def test_a_replaced_node_shows_its_new_instance_and_the_loops_step(tmp_path, order):
     old = inst('gpu-4', 'old00004', state='TERMINATING', created='2026-11-28T10:00:00+00:00')
