@@ -242,8 +242,12 @@ class SlurmError(Exception):
 
 
 def run_command(argv, timeout=60):
-    """(exit status, stdout, stderr) of argv: the runner of the programs on the nodes."""
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)  # nosec
+    """(exit status, stdout, stderr) of argv: the runner of the programs on the nodes and the controller. A
+    program that cannot be started, or does not end within timeout, is exit status 127 with the reason."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)  # nosec
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 127, '', str(exc)
     return proc.returncode, proc.stdout, proc.stderr
 
 

@@ -31,7 +31,6 @@ import json
 import math
 import os
 import re
-import subprocess  # nosec: fixed argument lists, no shell
 import sys
 import time
 import urllib.request
@@ -51,13 +50,8 @@ HEAL_PREFIX = 'ocigpu-heal:'
 SCRAPE_TIMEOUT = 2.0
 
 
-def run_command(argv, timeout=60):
-    """(exit status, stdout, stderr) of argv; a program that cannot be started is exit status 127."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)  # nosec
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return 127, '', str(exc)
-    return proc.returncode, proc.stdout, proc.stderr
+# (exit status, stdout, stderr) of argv; a program that cannot be started is exit status 127.
+run_command = ocigpu_slurm.run_command
 
 
 def fetch_metrics(address, port, timeout=SCRAPE_TIMEOUT):

@@ -238,3 +238,5 @@ def test_the_adapter_drains_and_resumes_as_slurm_action_says():
 
 def test_the_programs_runner_gives_status_and_both_outputs():
     assert run_command(['sh', '-c', 'echo out; echo err >&2; exit 3']) == (3, 'out\n', 'err\n')
+    status, out, err = run_command(['/nonexistent/scontrol', 'show', 'node'])
+    assert (status, out) == (127, '') and 'nonexistent' in err
