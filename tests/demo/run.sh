@@ -441,7 +441,8 @@ on_ctl scancel "$alice_job"
 echo "   alice, during her job $alice_job on $slurm_n1: ssh $ip1 logs her in ($who)"
 # The operator's program and the key the nodes accept for their diagnostics (docs/operations.md):
 # alice can neither run the one nor read the other; the key, even taken to a node, opens nothing
-# there (that key alone: root on a node has root's MPI key, which opens the others by design,
+# there (that key alone, no ssh configuration: root on a node has root's MPI key in its ssh
+# configuration, which opens the other nodes by design,
 # docs/security.md), and from the controller it runs the collector and nothing else.
 refusal=$(as_alice "/usr/local/sbin/ocigpu status 2>&1") && die "alice ran ocigpu status: $refusal"
 echo "   alice: ocigpu status -> $(tail -1 <<< "$refusal")"
@@ -455,7 +456,7 @@ ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.copy \
   -a "src=$work/diag_key.taken dest=/root/diag_key.taken mode=0600" >> "$work/users.log" 2>&1
 rm -f "$work/diag_key.taken"
 taken=$(ansible "$node1" -i "$work/demo.gpu_nodes.yml" -b -m ansible.builtin.shell -a \
-  "ssh -i /root/diag_key.taken -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null root@$ip2 id -un 2>&1; rm -f /root/diag_key.taken" 2>&1 | tail -1)
+  "ssh -F /dev/null -i /root/diag_key.taken -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null root@$ip2 id -un 2>&1; rm -f /root/diag_key.taken" 2>&1 | tail -1)
 echo "   root on $slurm_n1 with the diag key taken from the controller: ssh root@$ip2 -> $taken"
 grep -q 'Permission denied' <<< "$taken" || die "the diag key opened $ip2 from $slurm_n1: $taken"
 forced=$(on_ctl ssh -i /etc/ocigpu-health/diag_ed25519 -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
