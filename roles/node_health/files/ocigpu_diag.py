@@ -239,6 +239,8 @@ def main(argv, config, runner=run, now=None, err=None, out=None):
     text += ['', 'notes:'] + ['  ' + note for note in bundle.notes or ['(none)']]
     bundle.members[:0] = [('INDEX.txt', ('\n'.join(text) + '\n').encode()), ('index.json', json.dumps(index, indent=2).encode())]
     folder = args.output or config.get('diag_dir') or '/var/tmp'
+    # A folder of its own (diagnose.yml's) is made root's alone; an existing one is left as it is.
+    os.makedirs(folder, mode=0o700, exist_ok=True)
     path = os.path.join(folder, top + '.tar.gz')
     bundle.write(path)
     out.write(path + '\n')

@@ -98,7 +98,7 @@ def plant_controller(tmp_path):
                 scontrol='scontrol')
 
 
-def make_bundle(tmp_path, unreachable=('gpu-2',)):
+def make_bundle(tmp_path, unreachable=('gpu-2',), argv=()):
     node_root = tmp_path / 'node'
     plant_node(node_root)
     config = plant_controller(tmp_path / 'ctl')
@@ -119,7 +119,7 @@ def make_bundle(tmp_path, unreachable=('gpu-2',)):
             return 0, b'2026-11-29T01:00:00+0000 ctl python3[1]: sweep: gpu-1 idle, never checked\n', ''
         return 0, ('output of %s, secret=%s\n' % (' '.join(argv), PASS_PHRASE)).encode(), ''
     err, out = io.StringIO(), io.StringIO()
-    status = diag.main([], config, runner=runner, now=datetime.datetime(2026, 11, 29, 1, 2, 3), err=err, out=out)
+    status = diag.main(list(argv), config, runner=runner, now=datetime.datetime(2026, 11, 29, 1, 2, 3), err=err, out=out)
     assert status == 0
     path = out.getvalue().splitlines()[-1]
     return path, err.getvalue(), calls
@@ -150,6 +150,13 @@ def test_the_bundle_holds_no_secret(tmp_path):
     assert sorted(argv[-2] for argv in ssh) == ['root@10.0.0.5', 'root@10.0.0.6']  # gpu-3 is powered down
     assert ssh[0][:3] == ['ssh', '-i', str(tmp_path / 'ctl' / 'diag_ed25519')] and 'BatchMode=yes' in ssh[0]
     assert 'diag: gpu-1 (10.0.0.5): ' in progress and ' files, ' in progress
+
+
+def test_an_output_folder_that_does_not_exist_is_made_roots_alone(tmp_path):
+    """diagnose.yml names a folder of its own (/var/tmp/ocigpu-diag), absent on the first run."""
+    folder = tmp_path / 'out' / 'ocigpu-diag'
+    path, _progress, _calls = make_bundle(tmp_path, argv=['--output', str(folder)])
+    assert os.path.dirname(path) == str(folder) and stat.S_IMODE(os.stat(str(folder)).st_mode) == 0o700
 
 
 def test_the_grep_finds_secrets_with_redaction_off(tmp_path, monkeypatch):
