@@ -164,7 +164,8 @@ def read_jobs(config, run, problems):
 def read_oci(config, run, problems, control):
     """(records, source): from the autoscaler's program where the control plane runs, else the static map."""
     if control is not None:
-        status, out, err = run([config['autoscaler_program'], '--config', config['autoscaler_config'], 'nodes'])
+        # The installed program names its configuration itself (slurm_autoscaler's program.j2).
+        status, out, err = run([config['autoscaler_program'], 'nodes'])
         lines = [line for line in (err or '').splitlines() if line.strip() and not line.startswith('service:')]
         if status != 0:
             problems.append('OCI: %s nodes failed (%s)' % (config['autoscaler_program'], (lines[-1] if lines else 'exit status %d' % status)))
