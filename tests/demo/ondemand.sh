@@ -429,11 +429,6 @@ if [ -n "$HEAL" ]; then
   done
   [[ "$reason" == ocigpu-health:* ]] || die "$sick was not drained by its health check (reason: '$reason')"
   mark "heal: $sick drained by slurmd's health check: $reason"
-  ocigpu_status "$sick drained by its health check, its job still running"
-  case $(status_of "$sick" health) in
-    failing | replacing) ;;
-    *) die "ocigpu status does not call the drained $sick failing; see $work/status-$status_n.json" ;;
-  esac
   healed=''
   for _ in $(seq 300); do
     line=$(on_ctl grep -E " heal $sick: " /var/log/ocigpu-autoscaler/autoscaler.log 2>/dev/null | tail -1 | cut -d' ' -f4- || true)
