@@ -36,6 +36,7 @@ import time
 import urllib.request
 
 import ocigpu_slurm
+from ocigpu_events import expand  # the hostlist reader of the timeline, installed beside this file
 
 DEFAULTS = dict(cluster='', scontrol='/usr/bin/scontrol', squeue='/usr/bin/squeue',
                 autoscaler_config='/etc/ocigpu-autoscaler/autoscaler.json',
@@ -61,33 +62,6 @@ def fetch_metrics(address, port, timeout=SCRAPE_TIMEOUT):
 
 
 # Small readers -----------------------------------------------------------------------------------
-
-def expand(hostlist):
-    """Slurm's compressed hostlist (gpu-[1-3,7],cpu-1) as names; enough for squeue's %N."""
-    names, depth, part = [], 0, ''
-    for char in (hostlist or '') + ',':
-        depth += {'[': 1, ']': -1}.get(char, 0)
-        if char == ',' and depth == 0:
-            names += _expand_one(part) if part else []
-            part = ''
-        else:
-            part += char
-    return names
-
-
-def _expand_one(text):
-    match = re.match(r'^([^\[]*)\[([^\]]*)\](.*)$', text)
-    if not match:
-        return [text]
-    head, ranges, tail = match.groups()
-    out = []
-    for item in ranges.split(','):
-        low, _dash, high = item.partition('-')
-        width = len(low)
-        for number in range(int(low), int(high or low) + 1):
-            out += [head + str(number).zfill(width) + rest for rest in _expand_one(tail)]
-    return out
-
 
 def short_id(ocid):
     """An OCID's last 8 characters (enough to tell a cluster's instances apart on one screen)."""
