@@ -34,7 +34,7 @@ demo_check_addresses() {
 }
 
 # demo_start_sim: the networks, then the simulator in the background (DEMO_SIM_PID, DEMO_ENDPOINT,
-# DEMO_COMPARTMENT); its instance hook starts and removes the stand-ins. Its hosts fill local blocks
+# DEMO_COMPARTMENT; DEMO_SIM_ARGS: more of its options); its instance hook starts and removes the stand-ins. Its hosts fill local blocks
 # of two: a cluster's first two nodes share one, a third (or a replacement) sits in another.
 demo_start_sim() {
   demo_remove_standins
@@ -43,7 +43,7 @@ demo_start_sim() {
   demo_check_addresses
   python -m tests.ocisim --port 0 --write-config "$DEMO_WORK/oci/config" --public-ip-cidr "$DEMO_PUBLIC_NET" \
     --on-instance "bash $OCIGPU_ROOT/tests/demo/standin.sh" --hook-log "$DEMO_WORK/standins.log" \
-    --local-block-hosts 2 > "$DEMO_WORK/sim.json" 2> "$DEMO_WORK/sim.log" &
+    --local-block-hosts 2 ${DEMO_SIM_ARGS:-} > "$DEMO_WORK/sim.json" 2> "$DEMO_WORK/sim.log" &
   DEMO_SIM_PID=$!
   local _
   for _ in $(seq 50); do [ -s "$DEMO_WORK/sim.json" ] && break; sleep 0.2; done

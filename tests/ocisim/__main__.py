@@ -30,6 +30,8 @@ def parse_args(argv):
                         help="write shell exports (OCIGPU_SERVICE_ENDPOINT, OCI_CONFIG_FILE, ...) to PATH")
     parser.add_argument("--profile", default="DEFAULT")
     parser.add_argument("--region", default="ap-tokyo-1")
+    parser.add_argument("--availability-domains", type=int, default=None, metavar="N",
+                        help="availability domains of the region (default: as the real region has, 1 in ap-tokyo-1)")
     parser.add_argument("--scale", type=float, default=PROCESS_SCALE,
                         help="factor applied to the default lifecycle durations (default %(default)s)")
     parser.add_argument("--duration", action="append", default=[], metavar="NAME=SECONDS",
@@ -57,7 +59,8 @@ def main(argv=None):
         if name not in durations:
             raise SystemExit("unknown duration {0}".format(name))
         durations[name] = float(value)
-    sim = Simulator(region=args.region, manual_clock=False, durations=durations, verbose=args.verbose,
+    sim = Simulator(region=args.region, availability_domains=args.availability_domains, manual_clock=False,
+                    durations=durations, verbose=args.verbose,
                     public_ip_cidr=args.public_ip_cidr, local_block_hosts=args.local_block_hosts)
     if args.seed_instances:
         sim.seed_instances(args.seed_instances, args.seed_compartments)
