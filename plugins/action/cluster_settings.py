@@ -17,6 +17,9 @@ from ansible.module_utils.errors import ArgumentValueError
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _capacity
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+
 COLLECTION_ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
 SCHEMA = os.path.join(COLLECTION_ROOT, 'playbooks', 'vars', 'cluster_schema.yml')
 ROLE_SPECS = os.path.join(COLLECTION_ROOT, 'roles', '*', 'meta', 'argument_specs.yml')
@@ -89,6 +92,25 @@ def suggestion(name, known):
     return '; did you mean %s?' % near[0] if near else ''
 
 
+def capacity_sources_problem(name, value):
+    """The problem with gpu_capacity_sources beyond its type (a list of dicts), or None: each source is
+    checked as the playbooks will read it (module_utils/_capacity.normalize_sources), so that a misspelt key
+    inside a source, a bad name or OCID is refused here too; the schema's argument-spec form has no
+    place for a list's own keys."""
+    try:
+        _capacity.normalize_sources(value, None, option=name)
+    except InputError as exc:
+        text = str(exc)
+        unknown = [k for item in value if isinstance(item, dict) for k in item if k not in _capacity.KEYS]
+        near = difflib.get_close_matches(str(unknown[0]), _capacity.KEYS, n=1, cutoff=0.6) if len(unknown) == 1 else []
+        return text + ('; did you mean %s?' % near[0] if near and 'unknown key' in text else '')
+    return None
+
+
+# Keys whose values take more than their type: the check of each, after the type's.
+VALUE_CHECKS = {'gpu_capacity_sources': capacity_sources_problem}
+
+
 def check_value(name, value, spec):
     """The problem with one key's value, or None."""
     if value is None or is_template(value):
@@ -96,7 +118,7 @@ def check_value(name, value, spec):
     option = dict((k, v) for k, v in spec.items() if k in SPEC_KEYS and k != 'default')
     result = ArgumentSpecValidator({name: option}).validate({name: value})
     if not result.error_messages:
-        return None
+        return VALUE_CHECKS[name](name, value) if name in VALUE_CHECKS and isinstance(value, list) else None
     error = result.errors.errors[0]
     if isinstance(error, ArgumentValueError) and spec.get('choices'):
         return '%s: %s is not one of %s' % (name, shown(value), ', '.join(repr(c) for c in spec['choices']))

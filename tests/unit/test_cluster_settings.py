@@ -230,3 +230,28 @@ def test_the_quickstart_table_lists_exactly_the_settings_with_their_defaults():
         else:
             assert cell and cell != 'required' or keys[0] in ('cluster_name', 'compartment_id', 'ssh_source_cidrs'), keys
     assert not wrong, wrong
+
+
+def test_capacity_sources_are_checked_source_by_source():
+    """gpu_capacity_sources is a list of dicts; each source is checked as the playbooks read it
+    (module_utils/_capacity.normalize_sources): a misspelt key inside a source is refused with the nearest."""
+    reservation = 'ocid1.capacityreservation.oc1.ap-tokyo-1.aaaar1'
+    good = [dict(name='r1', capacity_reservation_id=reservation),
+            dict(availability_domain='Uocm:AP-TOKYO-1-AD-2', fault_domains=['FAULT-DOMAIN-1'])]
+    assert problems(**dict(GOOD, gpu_capacity_sources=good, gpu_capacity_cooldown_minutes=5)) == []
+    assert problems(gpu_capacity_sources=[]) == []
+    assert problems(gpu_capacity_sources=[dict(capacity_reservaton_id=reservation)]) == [
+        'gpu_capacity_sources[1]: unknown key(s) capacity_reservaton_id; a source takes name, availability_domain, '
+        'capacity_reservation_id, fault_domains; did you mean capacity_reservation_id?']
+    found = problems(gpu_capacity_sources=[good[0], dict(availability_domian='Uocm:AP-TOKYO-1-AD-1')])
+    assert len(found) == 1 and found[0].startswith('gpu_capacity_sources[2]: unknown key(s) availability_domian')
+    assert found[0].endswith('did you mean availability_domain?')
+    assert problems(gpu_capacity_sources=[dict(capacity_reservation_id='ocid1.instance.oc1..x')]) == [
+        "gpu_capacity_sources[1]: capacity_reservation_id 'ocid1.instance.oc1..x' is not a capacity reservation OCID "
+        "(ocid1.capacityreservation...)"]
+    assert problems(gpu_capacity_sources=[dict(name='R 1', availability_domain='Uocm:AP-TOKYO-1-AD-1')])[0].startswith(
+        "gpu_capacity_sources[1]: name 'R 1'")
+    assert problems(gpu_capacity_sources=['ad-1'])[0].startswith('gpu_capacity_sources: ')
+    assert problems(gpu_capacity_cooldown_minutes='soon') == ["gpu_capacity_cooldown_minutes: 'soon' is not a int"]
+    # A template is checked where it is used.
+    assert problems(gpu_capacity_sources=[dict(availability_domian='{{ ad }}')]) == []
