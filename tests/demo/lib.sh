@@ -20,6 +20,10 @@ demo_remove_standins() {
   [ "${#ids[@]}" -eq 0 ] || podman rm -f -t 2 "${ids[@]}" >/dev/null
   ! podman network exists ocigpu-demo || podman network rm ocigpu-demo >/dev/null
   ! podman network exists ocigpu-demo-public || podman network rm ocigpu-demo-public >/dev/null
+  # The images a bake made (standin.sh commits a builder's container when the simulator creates a
+  # custom image): an image of an earlier run is never reused, as an OCI image is the run's own.
+  mapfile -t ids < <(podman images -q --filter label=ocigpu-demo-image 2>/dev/null | sort -u)
+  [ "${#ids[@]}" -eq 0 ] || podman rmi -f "${ids[@]}" >/dev/null 2>&1 || true
 }
 
 # demo_check_addresses: podman's CNI backend keeps its address reservations in one folder for every
@@ -34,8 +38,9 @@ demo_check_addresses() {
 }
 
 # demo_start_sim: the networks, then the simulator in the background (DEMO_SIM_PID, DEMO_ENDPOINT,
-# DEMO_COMPARTMENT; DEMO_SIM_ARGS: more of its options); its instance hook starts and removes the stand-ins. Its hosts fill local blocks
-# of two: a cluster's first two nodes share one, a third (or a replacement) sits in another.
+# DEMO_COMPARTMENT; DEMO_SIM_ARGS: more of its options); its instance hook starts and removes the
+# stand-ins. Its hosts fill local blocks of two: a cluster's first two nodes share one, a third (or a
+# replacement) sits in another.
 demo_start_sim() {
   demo_remove_standins
   podman network create --subnet "$DEMO_PRIVATE_NET" --gateway "$DEMO_GATEWAY" ocigpu-demo >/dev/null
