@@ -85,6 +85,7 @@ OCID_OPTIONS = {
     'subnet_id': ('subnet',),
     'image_id': ('image',),
     'compute_cluster_id': ('computecluster',),
+    'capacity_reservation_id': ('capacityreservation',),
     'instance_configuration_id': ('instanceconfiguration',),
     'hpc_island_id': ('computehpcisland',),
     'network_block_ids': ('computenetworkblock',),
@@ -94,7 +95,8 @@ OCID_OPTIONS = {
 
 # How a message names a resource type that OCID_OPTIONS lists (the others go by their OCID's word).
 OCID_WORDS = {'computecluster': 'compute cluster', 'instanceconfiguration': 'instance configuration',
-              'computehpcisland': 'HPC island', 'computenetworkblock': 'network block'}
+              'computehpcisland': 'HPC island', 'computenetworkblock': 'network block',
+              'capacityreservation': 'capacity reservation'}
 
 
 def ocid_problem(value, kind):
@@ -449,6 +451,7 @@ class LaunchSpec(object):
             create_vnic_details=M.InstanceConfigurationCreateVnicDetails(
                 subnet_id=self.p['subnet_id'], assign_public_ip=self.p['assign_public_ip']),
             metadata=self.metadata(), fault_domain=self.p['fault_domain'], compute_cluster_id=self.p['compute_cluster_id'],
+            capacity_reservation_id=self.p.get('capacity_reservation_id') or None,
             freeform_tags=tags, defined_tags=defined_tags or None)
 
 

@@ -32,6 +32,13 @@ description:
   - A failed work request (for example C(Out of host capacity.)) fails the task with OCI's message and the work
     request id; with O(cleanup_on_failure) the module first terminates what the request created, so nothing
     billable is left.
+  - With O(capacity_sources) a new cluster network is made in the first source that has hosts for it - a capacity
+    reservation, or an availability domain's on-demand hosts, each with its own instance configuration. A create
+    that OCI answers with a stock-out (C(Out of host capacity.), a full reservation; the create call's error or
+    its failed work request) is terminated and the next source is tried; any other failure stops there.
+    RV(capacity_source) names the source used, RV(capacity_tried) the ones that had no host. An existing cluster
+    network stays where it is (a resize never moves it); it is matched to its source by its freeform tag
+    C(ocigpu-capacity-source), its instance configuration or its availability domain.
   - O(state=absent) terminates the cluster network and its nodes.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
@@ -107,6 +114,19 @@ options:
     elements: str
     default: []
     version_added: 0.2.0
+  capacity_sources:
+    description:
+      - The places to make a new cluster network in, in order of preference (docs/capacity.md). Each a dict with
+        C(name) (what the results and the tag C(ocigpu-capacity-source) call it), C(kind) (V(reservation) or
+        V(on-demand), the default), C(availability_domain) and C(instance_configuration_id) (the node template of
+        that source, with its availability domain and its capacity reservation if any); C(capacity_reservation_id)
+        and C(fault_domains) may be given and are not used here.
+      - Left empty, the cluster network is made with O(availability_domain) and O(instance_configuration_id),
+        which otherwise default to the first source's.
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.5.0
   cleanup_on_failure:
     description: When a create fails, terminate what it made before failing the task.
     type: bool
@@ -195,6 +215,23 @@ replacements:
     new_id: {description: The instance the pool launched for it (null in check mode)., type: str}
     display_name: {description: The display name the new instance carries on., type: str}
     slurm_name: {description: The Slurm name the new instance carries on (its tag C(ocigpu-slurm-name))., type: str}
+capacity_source:
+  description:
+    - The name of the capacity source the cluster network is in (the one that held a new one, the one an existing
+      one was matched to), with O(capacity_sources).
+  returned: success with O(state=present) and O(capacity_sources)
+  type: str
+  version_added: 0.5.0
+capacity_tried:
+  description: The sources tried before it that had no host, in order, each with the reason (also on failure).
+  returned: with O(state=present) and O(capacity_sources)
+  type: list
+  elements: dict
+  version_added: 0.5.0
+  contains:
+    name: {description: The source., type: str}
+    reason: {description: "Why it did not hold the cluster network (C(reservation r1 full), C(ad-1 out of host capacity))", type: str}
+    message: {description: OCI's message., type: str}
 work_request_id:
   description: The last work request the module waited on.
   returned: when a work request ran
@@ -213,15 +250,54 @@ last_wait:
     elapsed: {description: Seconds waited., type: float}
 """
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster, _launch
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _capacity, _cluster, _launch, _oci
 from ansible_collections.ocigpu.cluster.plugins.module_utils._module import ResourceModule
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import (
-    InputError, check_display_names, current_with_tags, pick_tagged)
+    InputError, attr, check_display_names, current_with_tags, pick_tagged)
 from ansible_collections.ocigpu.cluster.plugins.module_utils._waiters import WaitFailed
+
+# On a cluster network made with capacity_sources: the name of the source it is in (the autoscaler's
+# own cluster networks carry it too).
+SOURCE_TAG = 'ocigpu-capacity-source'
+
+
+SOURCE_KEYS = ('name', 'kind', 'availability_domain', 'instance_configuration_id', 'capacity_reservation_id', 'fault_domains')
 
 
 def pool_size(res):
     return _cluster.pool_facts(res)['node_count'] or 0
+
+
+def check_sources(sources, check_mode=False):
+    """The capacity_sources option, checked: [{name, kind, availability_domain, instance_configuration_id}]."""
+    found = []
+    for index, item in enumerate(sources or [], 1):
+        where = 'capacity_sources[%d]' % index
+        if not isinstance(item, dict):
+            raise InputError('%s: a dict with name, availability_domain and instance_configuration_id, not %r' % (where, item))
+        unknown = sorted(set(item) - set(SOURCE_KEYS))
+        if unknown:
+            raise InputError('%s: unknown key(s) %s; a source takes %s' % (where, ', '.join(unknown), ', '.join(SOURCE_KEYS)))
+        name, kind = item.get('name'), item.get('kind') or _capacity.ON_DEMAND
+        if not isinstance(name, str) or not _capacity.NAME.match(name):
+            raise InputError('%s: name %r: lower-case letters, digits and dashes, 1 to 20 characters' % (where, name))
+        if kind not in (_capacity.RESERVATION, _capacity.ON_DEMAND):
+            raise InputError('%s: kind %r: reservation or on-demand' % (where, kind))
+        if not item.get('availability_domain'):
+            raise InputError('%s: availability_domain: required (source %s)' % (where, name))
+        template = item.get('instance_configuration_id') or None
+        # In check mode a template that an earlier task would make has no id yet.
+        if template is None and not check_mode:
+            raise InputError('%s: instance_configuration_id: required (source %s)' % (where, name))
+        problem = _launch.ocid_problem(template, 'instanceconfiguration')
+        if problem:
+            raise InputError('%s.instance_configuration_id: %s' % (where, problem))
+        found.append(dict(name=name, kind=kind, availability_domain=item['availability_domain'],
+                          instance_configuration_id=template))
+    names = [s['name'] for s in found]
+    if len(set(names)) != len(names):
+        raise InputError('capacity_sources: each source needs its own name (%s)' % ', '.join(names))
+    return found
 
 
 class ClusterNetwork(ResourceModule):
@@ -235,8 +311,15 @@ class ClusterNetwork(ResourceModule):
 
     def validate(self):
         p = self.params
+        self.sources = []
         if p['state'] != 'present':
             return
+        self.sources = check_sources(p['capacity_sources'], self.check_mode)
+        if self.sources:
+            # The first source's, unless given.
+            for option in ('availability_domain', 'instance_configuration_id'):
+                if p[option] is None:
+                    p[option] = self.sources[0][option]
         for option in ('instance_configuration_id', 'node_count', 'availability_domain', 'subnet_id'):
             # In check mode, ids that earlier tasks would only create are null: accepted, to predict the run.
             if p[option] is None and not (self.check_mode and option.endswith('_id')):
@@ -258,11 +341,14 @@ class ClusterNetwork(ResourceModule):
         p = self.params
         if p['state'] == 'present':
             # Reads that find what OCI would refuse only after the create began.
-            if p['instance_configuration_id']:
-                self.ops.check_configuration(p['instance_configuration_id'])
-            _launch.check_availability_domain(self.session, p['compartment_id'], p['availability_domain'])
-            if p['subnet_id']:
-                _launch.check_subnet(self.session, p['subnet_id'], p['availability_domain'])
+            places = [(p['instance_configuration_id'], p['availability_domain'])] + [
+                (s['instance_configuration_id'], s['availability_domain']) for s in self.sources]
+            for template, ad in sorted(set(places), key=places.index):
+                if template:
+                    self.ops.check_configuration(template)
+                _launch.check_availability_domain(self.session, p['compartment_id'], ad)
+                if p['subnet_id']:
+                    _launch.check_subnet(self.session, p['subnet_id'], ad)
         items = self.session.list_all(self.session.compute_management.list_cluster_networks,
                                       self.params['compartment_id'], display_name=self.name)
         res = pick_tagged(items, self.name, self.cluster_name, 'display_name')
@@ -272,11 +358,31 @@ class ClusterNetwork(ResourceModule):
 
     def desired(self):
         p = self.params
-        return dict(node_count=p['node_count'], instance_configuration_id=p['instance_configuration_id'],
-                    availability_domain=p['availability_domain'], subnet_id=p['subnet_id'],
+        source = self.source or {}
+        tags = self.tags()
+        if source:
+            tags = dict(tags, **{SOURCE_TAG: source['name']})
+        return dict(node_count=p['node_count'],
+                    instance_configuration_id=source.get('instance_configuration_id', p['instance_configuration_id']),
+                    availability_domain=source.get('availability_domain', p['availability_domain']), subnet_id=p['subnet_id'],
                     placement_constraint=p['placement_constraint'], hpc_island_id=p['hpc_island_id'],
                     network_block_ids=sorted(p['network_block_ids']) if p['network_block_ids'] else None,
-                    freeform_tags=self.tags(), defined_tags=p['defined_tags'] or None)
+                    freeform_tags=tags, defined_tags=p['defined_tags'] or None)
+
+    def source_of(self, res):
+        """The source an existing cluster network is in: named by its tag, else the one of its instance
+        configuration, else the first in its availability domain. A resize never moves it."""
+        facts = _cluster.pool_facts(res)
+        here = [s for s in self.sources if s['availability_domain'] == facts['availability_domain']]
+        tag = (attr(res, 'freeform_tags') or {}).get(SOURCE_TAG)
+        for pick in ([s for s in here if s['name'] == tag],
+                     [s for s in here if s['instance_configuration_id'] == facts['instance_configuration_id']], here):
+            if pick:
+                return pick[0]
+        raise InputError('capacity_sources: cluster network %s is in %s, where none of the sources (%s) is; it stays '
+                         'where it is: add a source in that availability domain, or remove the cluster network '
+                         '(teardown.yml) to make it again' % (self.name, facts['availability_domain'],
+                                                              ', '.join(s['name'] for s in self.sources)))
 
     def current(self, res):
         have = current_with_tags(res, self.desired())
@@ -290,6 +396,8 @@ class ClusterNetwork(ResourceModule):
             # Adopt a cluster network a previous, interrupted run left on its way up (or scaling).
             if not self.check_mode:
                 res = self.ops.wait_running(res.id)
+        if res is not None and self.sources:
+            self.source = self.source_of(res)
         if res is not None:
             res = self.leave(res)
         elif self.params['remove_nodes'] or self.params['replace_nodes']:
@@ -341,13 +449,43 @@ class ClusterNetwork(ResourceModule):
         return res
 
     def create(self):
+        if not self.sources:
+            return self.create_in(None)
+        for source in self.sources:
+            self.source = source
+            try:
+                return self.create_in(source)
+            except _oci.ServiceError as exc:
+                if not _capacity.is_stock_out(exc.message):
+                    raise
+                self.stock_out(source, exc.message, _oci.service_error_details(exc))
+            except WaitFailed as exc:
+                errors = [e.get('message') or '' for e in exc.details.get('errors') or []]
+                if not _capacity.is_stock_out(' '.join([exc.message] + errors)):
+                    raise
+                self.stock_out(source, '; '.join(e for e in errors if e) or exc.message, exc.details)
+        self.source = None
+        reasons = '; '.join('%s: %s (%s)' % (t['name'], t['reason'], t['message']) for t in self.tried)
+        raise WaitFailed('cluster network %s: none of the capacity sources has hosts for %d node(s): %s' % (
+            self.name, self.params['node_count'], reasons), **self.failure)
+
+    def create_in(self, source):
+        """One create (in the source's availability domain, from its template); a failed one is terminated,
+        always when it ran out of hosts (the next source is tried), else with cleanup_on_failure."""
         try:
             return self.ops.create(self.name, self.desired())
         except WaitFailed as exc:
-            if self.params['cleanup_on_failure'] and exc.details.get('resource_id'):
+            errors = ' '.join([exc.message] + [e.get('message') or '' for e in exc.details.get('errors') or []])
+            out = source is not None and _capacity.is_stock_out(errors)
+            if (out or self.params['cleanup_on_failure']) and exc.details.get('resource_id'):
                 self.ops.terminate(exc.details['resource_id'], wait=True)
                 exc.details['cleaned_up'] = True
             raise
+
+    def stock_out(self, source, message, details):
+        self.tried.append(dict(name=source['name'], reason=_capacity.describe_failure(source), message=message))
+        self.failure = dict((k, v) for k, v in details.items() if k != 'resource_id')
+        self.module.log('capacity source %s: %s (%s); trying the next' % (source['name'], self.tried[-1]['reason'], message))
 
     def update(self, res, changes):
         return self.ops.update(res, changes)
@@ -359,6 +497,7 @@ class ClusterNetwork(ResourceModule):
         return self.ops.describe(res)
 
     def predict(self):
+        self.source = self.sources[0] if self.sources else None
         want = self.desired()
         return dict(id=None, display_name=self.name, lifecycle_state=None, instance_pool_id=None,
                     node_count=want['node_count'], instance_configuration_id=want['instance_configuration_id'],
@@ -366,10 +505,18 @@ class ClusterNetwork(ResourceModule):
 
     def execute(self):
         self.removed_nodes, self.replaced_nodes, self.replacements, self.detached = [], [], [], 0
-        result = super(ClusterNetwork, self).execute()
+        self.source, self.tried, self.failure = None, [], {}
+        try:
+            result = super(ClusterNetwork, self).execute()
+        except WaitFailed as exc:
+            if self.tried:
+                exc.details['capacity_tried'] = self.tried
+            raise
         if self.params['state'] == 'present':
             result.update(removed_nodes=self.removed_nodes, replaced_nodes=self.replaced_nodes,
                           replacements=self.replacements)
+            if self.sources:
+                result.update(capacity_source=self.source['name'] if self.source else None, capacity_tried=self.tried)
         if self.ops.work_request_id:
             result['work_request_id'] = self.ops.work_request_id
         return result
@@ -387,6 +534,7 @@ def main():
         network_block_ids=dict(type='list', elements='str'),
         remove_nodes=dict(type='list', elements='str', default=[]),
         replace_nodes=dict(type='list', elements='str', default=[]),
+        capacity_sources=dict(type='list', elements='dict', default=[]),
         cleanup_on_failure=dict(type='bool', default=True),
     )).run()
 

@@ -19,6 +19,9 @@ description:
     O(state=absent) (it may still be in use).
   - The nodes launched from it carry the freeform tags C(ocigpu-cluster) and C(ocigpu-role=gpu).
   - O(state=absent) deletes every configuration of this name and cluster.
+  - With O(capacity_reservation_id) the nodes take their hosts from that capacity reservation (launch details
+    C(capacityReservationId)); it must hold the shape in O(availability_domain). A changed reservation is a
+    changed template (a new one), as any other launch detail is.
 extends_documentation_fragment:
   - ocigpu.cluster.oci
   - ocigpu.cluster.oci.PLANNED
@@ -31,6 +34,12 @@ options:
       - Name prefix. Defaults to C(<cluster_name>-gpu-config).
       - With the C(-<hash>) the module adds it must fit OCI's 255 characters, so at most 246.
     type: str
+  capacity_reservation_id:
+    description:
+      - Capacity reservation that the nodes launched from this template use, its OCID
+        (C(ocid1.capacityreservation...)). Left out, the nodes use the availability domain's on-demand hosts.
+    type: str
+    version_added: 0.5.0
   state:
     description: Whether the configuration should exist.
     type: str
@@ -67,6 +76,7 @@ instance_configuration:
     subnet_id: {description: Subnet of the nodes., type: str, returned: success}
     availability_domain: {description: Availability domain., type: str, returned: success}
     boot_volume_size_in_gbs: {description: Boot volume size., type: int, returned: success}
+    capacity_reservation_id: {description: Capacity reservation of the nodes (null for on-demand hosts)., type: str, returned: success}
 replaced_id:
   description: OCID of the older configuration this run replaced, when the template changed.
   returned: success
@@ -75,6 +85,7 @@ replaced_id:
 
 import hashlib
 import json
+import re
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch
 from ansible_collections.ocigpu.cluster.plugins.module_utils._module import ResourceModule
@@ -107,7 +118,9 @@ class InstanceConfiguration(ResourceModule):
     def find_all(self):
         items = self.session.list_all(self.session.compute_management.list_instance_configurations,
                                       self.params['compartment_id'])
-        mine = [i for i in items if is_live(i) and (i.display_name or '').startswith(self.prefix + '-')
+        # This prefix and a content hash alone: <cluster>-gpu-template-<hash>, never <cluster>-gpu-template-r1-<hash>.
+        name = re.compile('^%s-[0-9a-f]{%d}$' % (re.escape(self.prefix), HASH_LENGTH))
+        mine = [i for i in items if is_live(i) and name.match(i.display_name or '')
                 and (i.freeform_tags or {}).get(CLUSTER_TAG) == self.cluster_name]
         return sorted(mine, key=lambda i: str(i.time_created), reverse=True)
 
@@ -126,8 +139,9 @@ class InstanceConfiguration(ResourceModule):
         return dict(shape=p['shape'], image_id=self.spec.image_id, subnet_id=p['subnet_id'],
                     assign_public_ip=p['assign_public_ip'], availability_domain=self.spec.ad,
                     boot_volume_size_in_gbs=self.spec.boot_gb, fault_domain=p['fault_domain'],
-                    compute_cluster_id=p['compute_cluster_id'], ocpus=cfg.get('ocpus'),
-                    memory_in_gbs=cfg.get('memory_in_gbs'), metadata=self.spec.metadata(), freeform_tags=self.node_tags())
+                    compute_cluster_id=p['compute_cluster_id'], capacity_reservation_id=p['capacity_reservation_id'] or None,
+                    ocpus=cfg.get('ocpus'), memory_in_gbs=cfg.get('memory_in_gbs'), metadata=self.spec.metadata(),
+                    freeform_tags=self.node_tags())
 
     def current(self, res):
         ld = attr(attr(res, 'instance_details'), 'launch_details')
@@ -135,7 +149,8 @@ class InstanceConfiguration(ResourceModule):
         have = dict(shape=attr(ld, 'shape'), image_id=attr(src, 'image_id'), subnet_id=attr(vnic, 'subnet_id'),
                     assign_public_ip=attr(vnic, 'assign_public_ip'), availability_domain=attr(ld, 'availability_domain'),
                     boot_volume_size_in_gbs=attr(src, 'boot_volume_size_in_gbs'), fault_domain=attr(ld, 'fault_domain'),
-                    compute_cluster_id=attr(ld, 'compute_cluster_id'), ocpus=attr(cfg, 'ocpus'),
+                    compute_cluster_id=attr(ld, 'compute_cluster_id'),
+                    capacity_reservation_id=attr(ld, 'capacity_reservation_id'), ocpus=attr(cfg, 'ocpus'),
                     memory_in_gbs=attr(cfg, 'memory_in_gbs'), metadata=attr(ld, 'metadata') or {},
                     freeform_tags=dict((k, (attr(ld, 'freeform_tags') or {}).get(k)) for k in self.node_tags()))
         if not (self.params['image_id'] or self.params['image_name']):
@@ -185,12 +200,13 @@ class InstanceConfiguration(ResourceModule):
         have = self.current(res)
         return dict(id=res.id, display_name=res.display_name, shape=have['shape'], image_id=have['image_id'],
                     subnet_id=have['subnet_id'], availability_domain=have['availability_domain'],
-                    boot_volume_size_in_gbs=have['boot_volume_size_in_gbs'])
+                    boot_volume_size_in_gbs=have['boot_volume_size_in_gbs'],
+                    capacity_reservation_id=have['capacity_reservation_id'])
 
 
 def main():
     spec = _launch.launch_argument_spec()
-    spec.update(display_name=dict(type='str'))
+    spec.update(display_name=dict(type='str'), capacity_reservation_id=dict(type='str'))
     InstanceConfiguration(spec, wait=False, mutually_exclusive=_launch.LAUNCH_MUTUALLY_EXCLUSIVE).run()
 
 

@@ -68,6 +68,7 @@ ROWS = [
     (instance_configuration, 'image_id'),
     (instance_configuration, 'subnet_id'),
     (instance_configuration, 'compute_cluster_id'),
+    (instance_configuration, 'capacity_reservation_id'),
     (cluster_network, 'compartment_id'),
     (cluster_network, 'instance_configuration_id'),
     (cluster_network, 'subnet_id'),
