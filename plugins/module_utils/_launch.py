@@ -84,6 +84,7 @@ OCID_OPTIONS = {
     'compartment_id': ('compartment', 'tenancy'),
     'subnet_id': ('subnet',),
     'image_id': ('image',),
+    'instance_id': ('instance',),
     'compute_cluster_id': ('computecluster',),
     'capacity_reservation_id': ('capacityreservation',),
     'instance_configuration_id': ('instanceconfiguration',),

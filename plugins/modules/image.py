@@ -146,7 +146,6 @@ summary:
   type: str
 """
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch
 from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, InputError, attr, check_display_names
 
@@ -161,14 +160,11 @@ FAILED_STATES = ('DELETED', 'DISABLED')
 class Image(OCIModule):
     WAIT_TIMEOUT = 3600
 
-    # Checked before any call: the compartment, and the image of state=absent (instance_id below).
-    EARLY_CHECKS = ('compartment_id', 'image_id')
+    # Checked before any call: an OCID of another resource type (a VCN's, a name) in any of these.
+    EARLY_CHECKS = ('compartment_id', 'instance_id', 'image_id')
 
     def validate(self):
         p = self.params
-        problem = _launch.ocid_problem(p['instance_id'], 'instance') if p['instance_id'] else None
-        if problem:
-            raise InputError('instance_id: %s' % problem)
         bad = sorted(k for k, v in (p['match_tags'] or {}).items() if not isinstance(v, str) or not v)
         if bad:
             raise InputError('match_tags: %s must be non-empty strings (freeform tag values)' % ', '.join(bad))
@@ -340,7 +336,7 @@ def main():
         keep=dict(type='int', default=2),
         prune_tag=dict(type='str', default='ocigpu-bake-digest'),
         wait_timeout=dict(type='int', default=Image.WAIT_TIMEOUT),
-    ), mutually_exclusive=[('instance_id', 'image_id')]).run()
+    )).run()
 
 
 if __name__ == '__main__':

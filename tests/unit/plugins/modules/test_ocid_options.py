@@ -13,13 +13,14 @@ from ansible.module_utils import basic
 from ansible_collections.ocigpu.cluster.plugins import modules as modules_package
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch
 from ansible_collections.ocigpu.cluster.plugins.modules import (
-    cluster_info, cluster_network, compute_cluster, file_storage, image_info, instance, instance_configuration, network,
-    preflight)
+    cluster_info, cluster_network, compute_cluster, file_storage, image, image_info, instance, instance_configuration,
+    network, preflight)
 from tests.unit.plugins.modules._helpers import mutations, run_module
 
 REGION = 'ap-tokyo-1'
 SUBNET = 'ocid1.subnet.oc1.%s.aaaaaaaasubnet' % REGION
 IMAGE = 'ocid1.image.oc1.%s.aaaaaaaaimage' % REGION
+INSTANCE = 'ocid1.instance.oc1.%s.aaaaaaaainstance' % REGION
 CONFIGURATION = 'ocid1.instanceconfiguration.oc1.%s.aaaaaaaaconfiguration' % REGION
 COMPUTE_CLUSTER = 'ocid1.computecluster.oc1.%s.aaaaaaaacomputecluster' % REGION
 ISLAND = 'ocid1.computehpcisland.oc1.%s.aaaaaaaaisland' % REGION
@@ -41,6 +42,7 @@ def valid_args(module, ocisim, ssh_key, ad):
         compute_cluster: dict(base, availability_domain=ad),
         file_storage: dict(base, availability_domain=ad, subnet_id=SUBNET, allowed_cidrs=['10.0.0.0/16']),
         image_info: dict(compartment_id=ocisim.compartment_id, image_id=IMAGE),
+        image: dict(base, state='absent', instance_id=INSTANCE, image_id=IMAGE),
         instance: dict(launch, display_name='c1-gpu-1'),
         instance_configuration: launch,
         cluster_network: dict(base, instance_configuration_id=CONFIGURATION, node_count=2, availability_domain=ad,
@@ -60,6 +62,9 @@ ROWS = [
     (file_storage, 'subnet_id'),
     (image_info, 'compartment_id'),
     (image_info, 'image_id'),
+    (image, 'compartment_id'),
+    (image, 'instance_id'),
+    (image, 'image_id'),
     (instance, 'compartment_id'),
     (instance, 'image_id'),
     (instance, 'subnet_id'),
