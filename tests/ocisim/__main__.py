@@ -40,7 +40,8 @@ def parse_args(argv):
     parser.add_argument("--seed-compartments", type=int, default=1, metavar="N")
     parser.add_argument("--seed-cluster", action="append", default=[], metavar="NAME:SIZE[:SHAPE]")
     parser.add_argument("--on-instance", metavar="COMMAND",
-                        help="shell command run in the background when an instance is launched or terminated "
+                        help="shell command run in the background when an instance is launched or terminated, "
+                             "or an image is made of one "
                              "(environment OCISIM_EVENT, OCISIM_INSTANCE_ID, OCISIM_PRIVATE_IP, ...; see docs/ocisim.md)")
     parser.add_argument("--public-ip-cidr", metavar="CIDR",
                         help="network public IPs are drawn from (default 203.0.113.0/24, unreachable by design)")

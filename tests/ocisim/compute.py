@@ -86,8 +86,10 @@ def image_fits(image, shape):
 
 
 def list_images(ctx):
-    compartment(ctx, ctx.query.get("compartmentId"))
-    items = [i for i in ctx.store.images.values() if i["_tenancy"] in (None, ctx.tenancy)]
+    comp = compartment(ctx, ctx.query.get("compartmentId"))
+    # The platform images and the compartment's custom images (images.py).
+    items = [i for i in ctx.store.images.values()
+             if i["_tenancy"] is None or (i["_tenancy"] == ctx.tenancy and i["compartmentId"] == comp["id"])]
     for param, field in (("operatingSystem", "operatingSystem"), ("operatingSystemVersion", "operatingSystemVersion")):
         if ctx.query.get(param):
             items = [i for i in items if i[field] == ctx.query[param]]
@@ -194,6 +196,9 @@ def validate_launch(ctx, details, compartment_id=None):
     if not image_id:
         raise OciError(400, "MissingParameter", "Missing required parameter 'sourceDetails'.")
     image = owned(ctx, "images", image_id, "image")
+    if image["lifecycleState"] != "AVAILABLE":  # a custom image still being made, or deleted (images.py)
+        raise (not_found("image") if image["lifecycleState"] == "DELETED" else
+               conflict("Image {0} is {1}.".format(image_id, image["lifecycleState"]), "IncorrectState"))
     if not image_fits(image, shape):
         raise invalid("Shape {0} is not valid for image {1}.".format(shape, image_id))
     vnic = details.get("createVnicDetails") or {}

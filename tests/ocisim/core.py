@@ -24,6 +24,7 @@ DEFAULT_DURATIONS = {
     "cluster_network_scale": 90.0,
     "cluster_network_terminate": 60.0,
     "instance_pool_create": 60.0,
+    "image_create": 120.0,       # a custom image PROVISIONING -> AVAILABLE (images.py), and its hooks finished
     "retry_token_ttl": 24 * 3600.0,
 }
 

@@ -12,7 +12,8 @@ import os
 import subprocess
 import threading
 
-from . import admin, auth, compute, filestorage, identity, imds, limits, management, network, seed, workrequests
+from . import (admin, auth, compute, filestorage, identity, images, imds, limits, management, network, seed,
+               workrequests)
 from .catalog import IMAGES, ad_count, services
 from .core import DEFAULT_DURATIONS, KINDS, Clock, OciError, OcidFactory, Store, not_found, public
 from .faults import Calls, Faults
@@ -75,7 +76,7 @@ class Simulator:
         self._seed = seed
         self._ad_count = availability_domains or ad_count(region)
         self.router = Router()
-        for module in (network, compute, management, identity, workrequests, limits, filestorage):
+        for module in (network, compute, images, management, identity, workrequests, limits, filestorage):
             module.register(self.router)
         self.faults = Faults()
         self.calls = Calls()
@@ -113,6 +114,7 @@ class Simulator:
         self.keys.clear()
         self.hooks = []
         self.hook_processes = []
+        self.image_hooks = []
         if drop_command_hook:
             self._hook_command = None
         elif self._hook_command:
@@ -208,9 +210,10 @@ class Simulator:
     def on_instance_command(self, command, log_path=None):
         """Register a shell command as instance hook (process mode: --on-instance).  It runs in the
         background, not delaying the API answer, with the environment OCISIM_EVENT (launch |
-        terminate), OCISIM_INSTANCE_ID, OCISIM_DISPLAY_NAME, OCISIM_HOSTNAME, OCISIM_SHAPE,
+        terminate), OCISIM_INSTANCE_ID, OCISIM_IMAGE_ID (the instance's image), OCISIM_DISPLAY_NAME, OCISIM_HOSTNAME, OCISIM_SHAPE,
         OCISIM_PRIVATE_IP, OCISIM_PUBLIC_IP (empty without one), OCISIM_SUBNET_CIDR, OCISIM_ENDPOINT
-        and OCISIM_INSTANCE_JSON."""
+        and OCISIM_INSTANCE_JSON.  It is also the image hook (OCISIM_EVENT=image, see
+        images.command_hook), which the image waits for."""
         self._hook_command = (command, log_path)
 
         def hook(event, instance, vnics):
@@ -221,7 +224,7 @@ class Simulator:
                        OCISIM_SHAPE=instance["shape"], OCISIM_PRIVATE_IP=primary.get("privateIp") or "",
                        OCISIM_PUBLIC_IP=primary.get("publicIp") or "",
                        OCISIM_SUBNET_CIDR=subnet.get("cidrBlock") or "", OCISIM_ENDPOINT=self.endpoint or "",
-                       OCISIM_INSTANCE_JSON=json.dumps(instance))
+                       OCISIM_IMAGE_ID=instance["imageId"], OCISIM_INSTANCE_JSON=json.dumps(instance))
             out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # pylint: disable=consider-using-with
             try:
                 proc = subprocess.Popen(command, shell=True, env=env, stdout=out, stderr=out,  # pylint: disable=consider-using-with
@@ -230,7 +233,16 @@ class Simulator:
                 if log_path:
                     out.close()
             self.hook_processes.append(proc)
+        self.on_image(images.command_hook(self, command, log_path))
         return self.on_instance(hook)
+
+    def on_image(self, hook):
+        """Register hook(instance, image), run when CreateImage makes an image of an instance (API views, the
+        image PROVISIONING).  It answers None once done, or a process (subprocess.Popen) that the image waits
+        for: AVAILABLE when it exits 0; an exception or another exit status fails the work request and the
+        image is DELETED (see images.py)."""
+        self.image_hooks.append(hook)
+        return hook
 
     def call_hook(self, event, instance):
         if not self.hooks:

@@ -475,6 +475,28 @@ def test_file_storage_routes(api, ocisim):
     api.vn.delete_subnet(subnet.id)
 
 
+def test_custom_image_routes(api, ocisim):
+    """A custom image made from an instance, read, listed, renamed, its shapes listed, and deleted."""
+    compute = api.compute
+    _vcn, subnet = _vcn_stack(api)
+    inst = _launch(api, subnet, name="c-img-src").data
+    ocisim.wait_idle()
+    image = api.check(compute.create_image(core.CreateImageDetails(
+        compartment_id=api.comp, instance_id=inst.id, display_name="c-img")), "Image", core.Image)
+    assert (image.lifecycle_state, image.base_image_id) == ("PROVISIONING", api.image(CPU_IMAGE).id)
+    ocisim.wait_idle()
+    assert api.check(compute.get_image(image.id), "Image", core.Image).lifecycle_state == "AVAILABLE"
+    assert api.check(compute.update_image(image.id, core.UpdateImageDetails(display_name="c-img2")), "Image",
+                     core.Image).display_name == "c-img2"
+    shapes = api.check(compute.list_image_shape_compatibility_entries(image.id),
+                       "list[ImageShapeCompatibilitySummary]", core.ImageShapeCompatibilitySummary)
+    assert "VM.Standard.E5.Flex" in [s.shape for s in shapes]
+    assert api.check(compute.get_image_shape_compatibility_entry(image.id, "VM.Standard.E5.Flex"),
+                     "ImageShapeCompatibilityEntry", core.ImageShapeCompatibilityEntry).image_id == image.id
+    api.check(compute.delete_image(image.id), None)
+    assert compute.get_image(image.id).data.lifecycle_state == "DELETED"
+
+
 def test_every_route_was_exercised(ocisim, request):
     """Runs last in this module (pytest keeps file order): the tests above covered every route."""
     here = [i for i in request.session.items if i.module is request.module and i.name != request.node.name]
