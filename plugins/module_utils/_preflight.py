@@ -19,7 +19,9 @@ Preflight(session, params).run() checks all of it before anything is made:
   names (`quotaNames`), the images (named one exists, is AVAILABLE, runs on the shape and fits the
   boot volume; the bastion's OS has an image for its shape), the instances the cluster already has
   (a re-run or a resize needs only the difference), the host capacity for what is new (the Compute
-  capacity report) and the service limits (the Limits service's resource availability).
+  capacity report) and the service limits (the Limits service's resource availability);
+- the capacity sources (gpu_capacity_sources, docs/capacity.md) in their checked form; their table
+  (reservations read, each AD's capacity report) is made by plugins/modules/preflight.py.
 
 The checks that the resource modules make of the same values (the cluster name and display names in
 _resource.py; the availability domain, Flex sizes and image-on-shape in _launch.py) are the same
@@ -86,6 +88,7 @@ def plan_argument_spec():
         autoscaling=dict(type='bool', default=False),
         autoscaling_max_nodes=dict(type='int', default=8),
         shared_home=dict(type='str', default='', choices=['', 'fss']),
+        capacity_sources=dict(type='list', elements='dict', default=[]),
     )
 
 
@@ -137,11 +140,15 @@ class Preflight(object):
         self.skipped = []
         self.warnings = []
         self.checks = dict(availability_domain=None, bastion=dict(shape=params['bastion_shape']),
-                           gpu=dict(shape=params['gpu_shape']), capacity=[], limits=[], shared_home=[])
+                           gpu=dict(shape=params['gpu_shape']), capacity=[], limits=[], shared_home=[],
+                           capacity_sources=[], capacity_source=None)
         self.bastion_facts = self.gpu_facts = None
         self.boot_gb = None
         self.shapes = {}
         self.flex_signs_ok = True
+        self.sources = None  # the checked capacity sources (plugins/modules/preflight.py); None: none given
+        self.answers = {}  # (availability domain, shape) -> the capacity report's answer
+        self.reported = set()  # (availability domain, shape) asked of a capacity report
 
     def problem(self, option, text):
         self.problems.append('%s: %s' % (option, text))
@@ -345,13 +352,16 @@ class Preflight(object):
         if not ad:
             self.skipped.append('capacity and limits: not checked without a valid availability domain')
             return
-        nodes = [i for i in existing if i.shape == self.p['gpu_shape'] and i.availability_domain == ad and i is not bastion]
+        # With capacity sources the nodes may be in any of their availability domains.
+        nodes = [i for i in existing if i.shape == self.p['gpu_shape'] and i is not bastion
+                 and (i.availability_domain == ad or self.p['capacity_sources'])]
         self.checks['bastion']['exists'] = bastion is not None
         self.checks['gpu']['existing'] = len(nodes)
         wanted = self._wanted(bastion, len(nodes))
         self._capacity(ad, wanted)
         self._limits(ad, wanted)
         self._shared_home(ad)
+        self._capacity_sources(ad, ads)
 
     def _availability_domain(self, ads, bastion):
         given = self.p['availability_domain']
@@ -446,23 +456,36 @@ class Preflight(object):
             asks.append((option, shape, now, peak, config))
         return asks
 
-    def _capacity(self, ad, wanted):
+    def _report(self, ad, shapes, what='capacity'):
+        """The capacity report of one availability domain for [(shape, Flex size or None)]: {shape: answer},
+        or None when OCI does not answer it (skipped). Each answer is kept in self.answers."""
         s = self.s
-        asks = self._capacity_asks(wanted)
-        if not asks:
-            return
+        self.reported.update((ad, shape) for shape, _cfg in shapes)
         details = M.CreateComputeCapacityReportDetails(
             compartment_id=self._tenancy(), availability_domain=ad,
             shape_availabilities=[M.CreateCapacityReportShapeAvailabilityDetails(instance_shape=shape, instance_shape_config=cfg)
-                                  for _option, shape, _now, _peak, cfg in asks])
+                                  for shape, cfg in shapes])
         try:
             report = s.call(s.compute.create_compute_capacity_report, details)
         except ServiceError as exc:
             if exc.status in _NOT_ANSWERED:
-                self.skip('capacity: OCI did not answer the compute capacity report (%s %s: %s)' % (exc.status, exc.code, exc.message))
-                return
+                self.skip('%s: OCI did not answer the compute capacity report (%s %s: %s)' % (what, exc.status, exc.code, exc.message))
+                return None
             raise
         answers = dict((a.instance_shape, a) for a in report.shape_availabilities or [])
+        for shape, answer in answers.items():
+            self.answers[(ad, shape)] = answer
+        return answers
+
+    def _capacity(self, ad, wanted):
+        asks = self._capacity_asks(wanted)
+        if self.sources is not None:  # the GPU nodes' capacity is asked per source (_capacity_sources)
+            asks = [ask for ask in asks if ask[0] != 'gpu_node_count']
+        if not asks:
+            return
+        answers = self._report(ad, [(shape, cfg) for _option, shape, _now, _peak, cfg in asks])
+        if answers is None:
+            return
         for option, shape, now, peak, _cfg in asks:
             answer = answers.get(shape)
             if answer is None:
@@ -487,6 +510,9 @@ class Preflight(object):
                 self.warnings.append("autoscaling_max_nodes: at its peak the cluster adds %d %s node(s) in %s; OCI's "
                                      "capacity report shows %d available now, so on-demand nodes may wait for capacity"
                                      % (peak, shape, ad, count))
+
+    def _capacity_sources(self, ad, ads):
+        """The capacity sources' table (checks.capacity_sources): plugins/modules/preflight.py."""
 
     def _limits(self, ad, wanted):
         p = self.p

@@ -26,6 +26,15 @@ description:
     and the Limits service's GetResourceAvailability for each service limit the shape names (its C(quotaNames)).
     With O(autoscaling=true) the limits must admit O(gpu_node_count) plus O(autoscaling_max_nodes) nodes; a
     capacity report below that peak is a warning, since on-demand nodes are made later.
+  - With O(capacity_sources), the GPU nodes' hosts are looked for in each source, in order (docs/capacity.md) - a
+    capacity reservation is read (GetComputeCapacityReservation) and must be C(ACTIVE), in O(compartment_id), hold
+    O(gpu_shape) and be in the source's availability domain when one is given; its hosts free are reserved minus
+    used of that shape, and a reservation pinned to an HPC island or network blocks must match
+    O(gpu_hpc_island_id) and O(gpu_network_block_ids). An availability domain's source gets the capacity report's
+    answer for the shape. The table is C(checks.capacity_sources); the first source that holds the new static
+    nodes is C(checks.capacity_source). A static plan whose new nodes no source holds (every figure known) is
+    refused with the table; one that only a later source holds is a warning. With none given, the table has one
+    row, the plan's availability domain.
   - Every problem is listed at once - the task fails with one message naming them all and returns them as
     C(problems). A read that OCI refuses for want of permission or support (no capacity report, a limit without
     resource availability) is a warning and listed in C(skipped), never a problem.
@@ -140,6 +149,20 @@ options:
     default: ""
     choices: ["", fss]
     version_added: 0.4.0
+  capacity_sources:
+    description:
+      - Where the GPU nodes' hosts come from, in order - C(gpu_capacity_sources) of the cluster vars, as given or as
+        the P(ocigpu.cluster.capacity_sources#filter) filter returns them. Each a dict with C(capacity_reservation_id)
+        (a capacity reservation) or C(availability_domain) (that AD's on-demand hosts), and C(name),
+        C(fault_domains) and C(kind) (ignored; read from the reservation OCID).
+      - A source that cannot serve the plan is a problem naming C(gpu_capacity_sources[N]) and the reason - a
+        reservation OCI does not let us read (404), not ACTIVE, in another compartment or AD, of another shape,
+        or pinned to another HPC island or network blocks; an AD the compartment does not see.
+      - Empty - the on-demand hosts of the availability domain, as before.
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.5.0
 attributes:
   check_mode:
     details: The module only reads (its one POST, the capacity report, creates nothing) and runs the same in check mode.
@@ -168,6 +191,7 @@ EXAMPLES = r"""
     ssh_authorized_keys: "{{ ssh_authorized_keys | default([]) }}"
     autoscaling: "{{ autoscaling }}"
     autoscaling_max_nodes: "{{ autoscaling_max_nodes }}"
+    capacity_sources: "{{ gpu_capacity_sources | ocigpu.cluster.capacity_sources(availability_domain | default('')) }}"
   register: preflight
 
 - name: Show what OCI reported
@@ -234,6 +258,35 @@ checks:
         effective_quota:
           description: The compartment quota's value when one applies.
           type: float
+    capacity_sources:
+      version_added: 0.5.0
+      description:
+        - The capacity sources in order (one, the availability domain, when none is given), with what was found
+          for O(gpu_shape).
+      type: list
+      elements: dict
+      contains:
+        name: {description: The source's name., type: str}
+        kind: {description: C(reservation) or C(on-demand)., type: str}
+        availability_domain: {description: Its availability domain (a reservation's as OCI reports it)., type: str}
+        capacity_reservation_id: {description: The reservation's OCID (null for an AD's on-demand hosts)., type: str}
+        hosts_free:
+          description:
+            - Hosts free for the shape - a reservation's reserved minus used, an AD's capacity report count; null
+              when unknown (no count, the report not answered, the reservation not readable).
+          type: int
+        note: {description: "What OCI said: C(ACTIVE, 2 reserved, 1 used), C(capacity report: AVAILABLE), or why it was refused.", type: str}
+      sample:
+        - {name: r1, kind: reservation, availability_domain: "Uocm:AP-TOKYO-1-AD-1", hosts_free: 0,
+           capacity_reservation_id: ocid1.capacityreservation.oc1.ap-tokyo-1.aaaa, note: "ACTIVE, 2 reserved, 2 used"}
+        - {name: ad-2, kind: on-demand, availability_domain: "Uocm:AP-TOKYO-1-AD-2", hosts_free: 12,
+           capacity_reservation_id: null, note: "capacity report: AVAILABLE"}
+    capacity_source:
+      version_added: 0.5.0
+      description:
+        - The name of the first source that holds the new static nodes; null when there are none, when none
+          holds them or their hosts are unknown, or for a resize (the nodes join the cluster network where it is).
+      type: str
     shared_home:
       version_added: 0.4.0
       description: With O(shared_home=fss), per File Storage limit - C(limit), C(exists) (the cluster has the part), C(available), C(used).
@@ -242,16 +295,198 @@ checks:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _preflight
+from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import RESERVATION, normalize_sources
 from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
+from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import ServiceError
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+
+
+class PlanCheck(_preflight.Preflight):
+    """The preflight's checks, with the capacity sources' (docs/capacity.md) here: only this module reads them."""
+
+    def __init__(self, session, params):
+        super().__init__(session, params)
+        self.refused = set()  # names of the sources refused (a problem each)
+
+    def check_plan(self):
+        super().check_plan()
+        self._sources()
+
+    def _sources(self):
+        """gpu_capacity_sources in their checked form (as given, or as the capacity_sources filter returns
+        them); the availability domains are checked against OCI's in check_with_oci."""
+        given = self.p['capacity_sources'] or []
+        if not given:
+            return
+        try:
+            self.sources = normalize_sources(
+                [dict((k, v) for k, v in source.items() if k != 'kind') for source in given])
+        except InputError as exc:
+            self.problems.append(str(exc))
+
+    def _capacity_sources(self, ad, ads):
+        """checks.capacity_sources: per source (the plan's AD alone when none is given) its hosts free for
+        the GPU shape, and checks.capacity_source: the first that holds the new static nodes. A reservation
+        that cannot serve the plan is a problem with the reason; a static plan that no source holds is a
+        problem with the table; one that only a later source holds, a warning."""
+        sources = self.sources if self.sources is not None else normalize_sources([], ad)
+        shape = self.p['gpu_shape']
+        rows = []
+        for index, source in enumerate(sources, 1):
+            row = dict(name=source['name'], kind=source['kind'], availability_domain=source['availability_domain'],
+                       capacity_reservation_id=source['capacity_reservation_id'], hosts_free=None, note='')
+            where = 'gpu_capacity_sources[%d] (%s)' % (index, source['name'])
+            if source['kind'] == RESERVATION:
+                self._reservation_row(row, where, shape)
+            else:
+                self._on_demand_row(row, where, ads, shape)
+            rows.append(row)
+        self.checks['capacity_sources'] = rows
+        self._source_for_static_nodes(rows)
+
+    def _reservation_row(self, row, where, shape):
+        """A reservation's row: read it, refuse it with the reason if it cannot serve the plan."""
+        s, p, ocid = self.s, self.p, row['capacity_reservation_id']
+        try:
+            reservation = s.call(s.compute.get_compute_capacity_reservation, ocid)
+        except ServiceError as exc:
+            if exc.status not in _preflight._NOT_ANSWERED + (400,):
+                raise
+            row['note'] = 'not readable (%s %s)' % (exc.status, exc.code)
+            self.refused.add(row['name'])
+            self.problem(where, 'OCI answers %s %s for the capacity reservation %s: it does not exist, or this user '
+                         'may not read it (%s)' % (exc.status, exc.code, ocid, exc.message))
+            return
+        given = row['availability_domain']
+        row['availability_domain'] = reservation.availability_domain
+        configs = [c for c in reservation.instance_reservation_configs or [] if c.instance_shape == shape]
+        reasons = []
+        if reservation.lifecycle_state != 'ACTIVE':
+            reasons.append('it is %s, not ACTIVE' % reservation.lifecycle_state)
+        if reservation.compartment_id != p['compartment_id']:
+            reasons.append("it is in the compartment %s, not the plan's (%s)" % (reservation.compartment_id, p['compartment_id']))
+        if given and reservation.availability_domain != given:
+            reasons.append('it is in %s, not in %s as given' % (reservation.availability_domain, given))
+        if not configs:
+            held = sorted(set(c.instance_shape for c in reservation.instance_reservation_configs or []))
+            reasons.append('it reserves no %s host (its shapes: %s)' % (shape, ', '.join(held) or 'none'))
+        reserved = sum(c.reserved_count or 0 for c in configs)
+        used = sum(c.used_count or 0 for c in configs)
+        if configs:
+            row['hosts_free'] = max(0, reserved - used)
+        notes = ['%s, %d reserved, %d used' % (reservation.lifecycle_state, reserved, used)] if configs else []
+        for problem in self._pinning(configs):
+            reasons.append(problem)
+        if reasons:
+            row['hosts_free'] = 0 if configs else None
+            row['note'] = '; '.join(notes + ['refused: ' + reason for reason in reasons])
+            self.refused.add(row['name'])
+            self.problem(where, 'the capacity reservation %s cannot hold the %s nodes: %s' % (ocid, shape, '; '.join(reasons)))
+            return
+        pinned = [self._pinned_to(c) for c in configs if c.cluster_config is not None]
+        row['note'] = '; '.join(notes + pinned)
+
+    @staticmethod
+    def _pinned_to(config):
+        blocks = config.cluster_config.network_block_ids or []
+        return 'HPC island %s%s' % (config.cluster_config.hpc_island_id,
+                                    ', network blocks %s' % ', '.join(blocks) if blocks else '')
+
+    def _pinning(self, configs):
+        """Why the reservation's HPC island or network blocks do not match the plan's placement
+        (gpu_hpc_island_id, gpu_network_block_ids): a cluster network placed elsewhere gets no reserved host."""
+        p = self.p
+        island, blocks = p['gpu_hpc_island_id'], p['gpu_network_block_ids'] or []
+        found = []
+        for config in configs:
+            pin = config.cluster_config
+            if pin is None:
+                continue
+            if island and pin.hpc_island_id != island:
+                found.append('its hosts are in the HPC island %s, and gpu_hpc_island_id is %s' % (pin.hpc_island_id, island))
+            elif not island:
+                found.append('its hosts are pinned to %s: set gpu_hpc_island_id (and gpu_network_block_ids) to the '
+                             'same, or the cluster network may be placed elsewhere' % self._pinned_to(config))
+            elif blocks and pin.network_block_ids and not set(blocks) <= set(pin.network_block_ids):
+                found.append('its hosts are in the network blocks %s, and gpu_network_block_ids has %s' % (
+                    ', '.join(pin.network_block_ids), ', '.join(sorted(set(blocks) - set(pin.network_block_ids)))))
+        return found
+
+    def _on_demand_row(self, row, where, ads, shape):
+        """An availability domain's row: the capacity report's answer for the GPU shape."""
+        ad = row['availability_domain']
+        if ad not in ads:
+            row['note'] = 'not an availability domain of the compartment'
+            self.refused.add(row['name'])
+            self.problem(where, '%s is not an availability domain of the compartment (%s)' % (ad, ', '.join(ads)))
+            return
+        if not self.gpu_facts or shape not in self.shapes:
+            row['note'] = 'not asked (gpu_shape)'
+            return
+        if (ad, shape) not in self.reported:
+            if self._report(ad, [(shape, None)], what='capacity (%s)' % row['name']) is None:
+                row['note'] = 'capacity report not answered'
+                return
+            answer = self.answers.get((ad, shape))
+            if answer is not None:
+                self.checks['capacity'].append(dict(shape=shape, availability_domain=ad, new=self.checks['gpu'].get('new'),
+                                                    new_at_peak=self.checks['gpu'].get('new_at_peak'),
+                                                    available_count=answer.available_count,
+                                                    availability_status=answer.availability_status))
+        answer = self.answers.get((ad, shape))
+        if answer is None:
+            row['note'] = 'capacity report not answered'
+            return
+        count, status = answer.available_count, answer.availability_status
+        if status == 'HARDWARE_NOT_SUPPORTED':
+            row.update(hosts_free=0, note='%s not supported here (HARDWARE_NOT_SUPPORTED)' % shape)
+            if self.sources is not None:
+                self.refused.add(row['name'])
+                self.problem(where, "OCI's capacity report says %s is not supported in %s (HARDWARE_NOT_SUPPORTED)" % (shape, ad))
+            return
+        row['hosts_free'] = count if count is not None else (0 if status == 'OUT_OF_HOST_CAPACITY' else None)
+        row['note'] = 'capacity report: %s' % status
+
+    def _source_for_static_nodes(self, rows):
+        """checks.capacity_source, and the refusal or warning about where the new static nodes go."""
+        gpu = self.checks['gpu']
+        now = gpu.get('new') or 0
+        if not now or (gpu.get('existing') and gpu.get('kind') == 'cluster_network'):
+            return  # nothing new, or a resize: the new nodes join the cluster network where it is
+        usable = [r for r in rows if r['name'] not in self.refused]
+        holds = [r for r in usable if r['hosts_free'] is not None and r['hosts_free'] >= now]
+        if holds:
+            first = holds[0]
+            self.checks['capacity_source'] = first['name']
+            place = rows.index(first)
+            if place:
+                self.warnings.append('gpu_capacity_sources: the first source that holds the %d new node(s) is %s (%s of %d): %s'
+                                     % (now, first['name'], _ordinal(place + 1), len(rows), table_line(rows[:place])))
+            return
+        if self.sources is None or not usable or any(r['hosts_free'] is None for r in usable):
+            return  # none given (the capacity check above speaks), or a source whose hosts are unknown
+        self.problem('gpu_node_count', '%d new %s node(s) wanted, but no capacity source holds them: %s'
+                     % (now, self.p['gpu_shape'], table_line(rows)))
+
+
+def _ordinal(number):
+    return '%d%s' % (number, {1: 'st', 2: 'nd', 3: 'rd'}.get(number if number < 20 else number % 10, 'th'))
+
+
+def table_line(rows):
+    """The sources' rows on one line: 'r1 (reservation, AD-1): 1 free (ACTIVE, 2 reserved, 1 used); ad-2 ...'."""
+    return '; '.join('%s (%s, %s): %s free%s' % (
+        r['name'], r['kind'], (r['availability_domain'] or 'AD unknown').split(':')[-1],
+        'unknown' if r['hosts_free'] is None else r['hosts_free'], ' (%s)' % r['note'] if r['note'] else '') for r in rows)
 
 
 class Preflight(OCIModule):
     # Refused before any call: a compartment that is no compartment's OCID. The plan's other options,
-    # placement OCIDs included, are listed together by _preflight.Preflight.
+    # placement OCIDs included, are listed together by PlanCheck.
     EARLY_CHECKS = ('compartment_id',)
 
     def execute(self):
-        result, warnings = _preflight.Preflight(self.session, self.params).run()
+        result, warnings = PlanCheck(self.session, self.params).run()
         for warning in warnings:
             self.module.warn(warning)
         problems = result['problems']

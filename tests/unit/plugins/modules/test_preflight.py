@@ -361,3 +361,174 @@ def test_the_plan_says_where_oci_puts_the_nodes(check):
     assert placed['checks']['gpu']['placement'] == (
         'one HPC island (%s); network blocks %s; placement constraint SINGLE_BLOCK' % (island, block))
     assert check(gpu_node_count=1)['checks']['gpu']['placement'] == 'a single instance: any host of the availability domain'
+
+
+# Capacity sources (docs/capacity.md) ----------------------------------------------------------------------------
+# The reservations are fakes of GetComputeCapacityReservation (the SDK's own models); the ADs' capacity is the
+# simulator's capacity report.
+
+R1 = 'ocid1.capacityreservation.oc1.ap-tokyo-1.aaaar1'
+R2 = 'ocid1.capacityreservation.oc1.ap-tokyo-1.aaaar2'
+ISLAND = 'ocid1.computehpcisland.oc1.ap-tokyo-1.aaaaisland'
+BLOCK = 'ocid1.computenetworkblock.oc1.ap-tokyo-1.aaaablock'
+
+
+@pytest.fixture
+def reservations(ocisim, monkeypatch):
+    """{OCID: ComputeCapacityReservation} that get_compute_capacity_reservation answers; any other is a 404."""
+    import oci
+    from oci.core import models
+
+    known = {}
+
+    def get(_client, capacity_reservation_id, **_kwargs):
+        if capacity_reservation_id not in known:
+            raise oci.exceptions.ServiceError(404, 'NotAuthorizedOrNotFound', {},
+                                              'Authorization failed or requested resource not found.')
+        return oci.response.Response(200, {}, known[capacity_reservation_id], None)
+
+    def add(ocid, reserved=2, used=0, shape='BM.GPU4.8', state='ACTIVE', ad=None, compartment=None, island=None, blocks=None):
+        pin = models.ClusterConfigDetails(hpc_island_id=island, network_block_ids=blocks) if island else None
+        known[ocid] = models.ComputeCapacityReservation(
+            id=ocid, compartment_id=compartment or ocisim.compartment_id, lifecycle_state=state,
+            availability_domain=ad or sorted(ocisim.availability_domains)[0], reserved_instance_count=reserved,
+            used_instance_count=used, instance_reservation_configs=[models.InstanceReservationConfig(
+                instance_shape=shape, reserved_count=reserved, used_count=used, cluster_config=pin)])
+    monkeypatch.setattr(oci.core.ComputeClient, 'get_compute_capacity_reservation', get)
+    return add
+
+
+@pytest.fixture
+def three_ads(ocisim):
+    """The simulator with three availability domains (its region has one); asked before the plan, which
+    reads the compartment of the fresh state."""
+    saved = ocisim._ad_count  # pylint: disable=protected-access
+    ocisim._ad_count = 3  # pylint: disable=protected-access
+    ocisim.reset(drop_command_hook=True)
+    yield sorted(ocisim.availability_domains)
+    ocisim._ad_count = saved  # pylint: disable=protected-access
+    ocisim.reset(drop_command_hook=True)
+
+
+def _ads(ocisim):
+    return sorted(ocisim.availability_domains)
+
+
+def _rows(result):
+    return [(r['name'], r['kind'], r['availability_domain'], r['hosts_free']) for r in result['checks']['capacity_sources']]
+
+
+def test_without_sources_the_table_is_the_availability_domain(check, ocisim):
+    result = check(gpu_node_count=2)
+    ad = _ads(ocisim)[0]
+    assert _rows(result) == [('ad-1', 'on-demand', ad, 64)]
+    assert result['checks']['capacity_sources'][0]['note'] == 'capacity report: AVAILABLE'
+    assert result['checks']['capacity_source'] == 'ad-1'
+    assert ocisim.calls[CAPACITY_REPORT] == 1
+
+
+def test_the_table_of_sources_and_the_first_that_holds_the_nodes(three_ads, check, ocisim, reservations):
+    ad1, ad2 = _ads(ocisim)[:2]
+    reservations(R1, reserved=2, used=1)
+    ocisim.capacity.set('BM.GPU4.8', 0, availability_domain=ad1)
+    ocisim.capacity.set('BM.GPU4.8', 12, availability_domain=ad2)
+    sources = [dict(name='r1', capacity_reservation_id=R1), dict(availability_domain=ad1), dict(availability_domain=ad2)]
+    result = check(gpu_node_count=4, capacity_sources=sources)
+    assert result['problems'] == []
+    # The reservation's AD is read from it.
+    assert _rows(result) == [('r1', 'reservation', ad1, 1), ('ad-1', 'on-demand', ad1, 0), ('ad-2', 'on-demand', ad2, 12)]
+    assert [r['note'] for r in result['checks']['capacity_sources']] == [
+        'ACTIVE, 2 reserved, 1 used', 'capacity report: OUT_OF_HOST_CAPACITY', 'capacity report: AVAILABLE']
+    assert result['checks']['capacity_source'] == 'ad-2'
+    said = [w for w in warnings(result) if w.startswith('gpu_capacity_sources:')]
+    assert said == ['gpu_capacity_sources: the first source that holds the 4 new node(s) is ad-2 (3rd of 3): '
+                    'r1 (reservation, AP-TOKYO-1-AD-1): 1 free (ACTIVE, 2 reserved, 1 used); '
+                    'ad-1 (on-demand, AP-TOKYO-1-AD-1): 0 free (capacity report: OUT_OF_HOST_CAPACITY)'.replace(
+                        'AP-TOKYO-1-AD-1', ad1.split(':')[-1])]
+    # Each AD's capacity report once; the plan's AD also for the bastion.
+    assert ocisim.calls[CAPACITY_REPORT] == 3
+    # The first source holds them: no warning.
+    first = check(gpu_node_count=1, gpu_cluster_mode='cluster_network', capacity_sources=sources)
+    assert first['checks']['capacity_source'] == 'r1'
+    assert not [w for w in warnings(first) if w.startswith('gpu_capacity_sources:')]
+
+
+def test_a_static_plan_no_source_holds_is_refused_with_the_table(three_ads, check, ocisim, reservations):
+    ad1, ad2 = _ads(ocisim)[:2]
+    reservations(R1, reserved=2, used=1)
+    ocisim.capacity.set('BM.GPU4.8', 0, availability_domain=ad1)
+    ocisim.capacity.set('BM.GPU4.8', 3, availability_domain=ad2)
+    sources = [dict(name='r1', capacity_reservation_id=R1), dict(availability_domain=ad2)]
+    result = check(fail=True, gpu_node_count=4, capacity_sources=sources)
+    assert result['problems'] == [
+        'gpu_node_count: 4 new BM.GPU4.8 node(s) wanted, but no capacity source holds them: r1 (reservation, %s): 1 free '
+        '(ACTIVE, 2 reserved, 1 used); ad-2 (on-demand, %s): 3 free (capacity report: AVAILABLE)'
+        % (ad1.split(':')[-1], ad2.split(':')[-1])]
+    assert result['checks']['capacity_source'] is None
+    # On-demand nodes alone: the table, no refusal.
+    ondemand = check(autoscaling=True, gpu_node_count=0, capacity_sources=sources)
+    assert ondemand['problems'] == [] and _rows(ondemand)[1] == ('ad-2', 'on-demand', ad2, 3)
+
+
+@pytest.mark.parametrize('given, reason', [
+    (dict(state='CREATING'), 'it is CREATING, not ACTIVE'),
+    (dict(compartment='ocid1.compartment.oc1..other'), 'it is in the compartment ocid1.compartment.oc1..other'),
+    (dict(shape='BM.GPU.H100.8'), 'it reserves no BM.GPU4.8 host (its shapes: BM.GPU.H100.8)'),
+    (dict(ad='other'), 'not in {ad1} as given'),
+    (dict(island=ISLAND), 'its hosts are pinned to HPC island %s: set gpu_hpc_island_id' % ISLAND),
+])
+def test_a_reservation_that_cannot_hold_the_nodes_is_refused_with_the_reason(three_ads, check, ocisim, reservations, given, reason):
+    ad1, ad2 = _ads(ocisim)[:2]
+    if given.get('ad') == 'other':
+        given = dict(given, ad=ad2)
+    reservations(R1, **given)
+    result = check(fail=True, capacity_sources=[dict(name='r1', capacity_reservation_id=R1, availability_domain=ad1),
+                                                dict(availability_domain=ad1)])
+    assert len(result['problems']) == 1, result['problems']
+    problem = result['problems'][0]
+    assert problem.startswith('gpu_capacity_sources[1] (r1): the capacity reservation %s cannot hold the BM.GPU4.8 '
+                              'nodes: ' % R1), problem
+    assert reason.format(ad1=ad1) in problem
+    assert 'refused: ' in result['checks']['capacity_sources'][0]['note']
+
+
+def test_a_reservation_pinned_to_the_plans_island_and_blocks_passes_another_is_refused(check, ocisim, reservations):
+    reservations(R1, island=ISLAND, blocks=[BLOCK])
+    sources = [dict(name='r1', capacity_reservation_id=R1)]
+    placed = check(gpu_hpc_island_id=ISLAND, gpu_network_block_ids=[BLOCK], capacity_sources=sources)
+    assert placed['checks']['capacity_sources'][0]['note'] == 'ACTIVE, 2 reserved, 0 used; HPC island %s, network blocks %s' % (
+        ISLAND, BLOCK)
+    other = 'ocid1.computehpcisland.oc1.ap-tokyo-1.aaaaother'
+    refused = check(fail=True, gpu_hpc_island_id=other, capacity_sources=sources)
+    assert 'its hosts are in the HPC island %s, and gpu_hpc_island_id is %s' % (ISLAND, other) in refused['problems'][0]
+    block2 = 'ocid1.computenetworkblock.oc1.ap-tokyo-1.aaaablock2'
+    refused = check(fail=True, gpu_hpc_island_id=ISLAND, gpu_network_block_ids=[block2], capacity_sources=sources)
+    assert 'its hosts are in the network blocks %s, and gpu_network_block_ids has %s' % (BLOCK, block2) in refused['problems'][0]
+
+
+def test_a_reservation_oci_will_not_read_is_a_problem_naming_it(check, ocisim, reservations):
+    result = check(fail=True, capacity_sources=[dict(capacity_reservation_id=R2)])
+    assert result['problems'] == [
+        'gpu_capacity_sources[1] (reservation-1): OCI answers 404 NotAuthorizedOrNotFound for the capacity reservation %s: '
+        'it does not exist, or this user may not read it (Authorization failed or requested resource not found.)' % R2]
+    assert _rows(result) == [('reservation-1', 'reservation', None, None)]
+
+
+def test_a_bad_source_is_refused_up_front(check, ocisim):
+    ad1 = _ads(ocisim)[0]
+    result = check(fail=True, capacity_sources=[dict(availability_domian=ad1)])
+    assert result['problems'][0].startswith('gpu_capacity_sources[1]: unknown key(s) availability_domian')
+    result = check(fail=True, capacity_sources=[dict(availability_domain='Abcd:AP-TOKYO-1-AD-9')])
+    assert result['problems'] == ['gpu_capacity_sources[1] (ad-9): Abcd:AP-TOKYO-1-AD-9 is not an availability domain of '
+                                  'the compartment (%s)' % ', '.join(_ads(ocisim))]
+
+
+def test_the_sources_as_the_filter_returns_them_are_taken(check, ocisim, reservations):
+    from ansible_collections.ocigpu.cluster.plugins.filter.capacity import capacity_sources
+
+    reservations(R1)
+    ad1 = _ads(ocisim)[0]
+    sources = capacity_sources([dict(capacity_reservation_id=R1), dict(availability_domain=ad1)], ad1)
+    result = check(capacity_sources=sources)
+    assert [r['name'] for r in result['checks']['capacity_sources']] == ['reservation-1', 'ad-1']
+    assert result['checks']['capacity_source'] == 'reservation-1'
