@@ -13,6 +13,10 @@
   POST   /_admin/clock/advance             {"seconds": 60}
   POST   /_admin/durations                 {"instance_launch": 5, ...}
   POST   /_admin/capacity                  {"shape": "BM.GPU.H100.8", "hosts": 4, "availability_domain": null}
+  POST   /_admin/capacity_reservation      {"availability_domain": "...AD-1", "shape": "BM.GPU.H100.8", "count": 2,
+                                            "compartment_id": null, "display_name": null, "fault_domain": null}
+                                           -> the reservation (API view, ACTIVE at once; its hosts leave the AD's
+                                           on-demand capacity; 500 InternalError "Out of host capacity." if too few)
   POST   /_admin/topology                  {"local_block_hosts": 2}
   POST   /_admin/limits                    {"limit": "gpu-bm-gpu-h100-8-count", "value": 32, "availability_domain": null}
   POST   /_admin/seed/instances            {"count": 100, "compartments": 5, "shape": "VM.Standard.E5.Flex"}
@@ -88,6 +92,10 @@ def handle(sim, method, path, _query, raw):
         if route == ("POST", "/capacity"):
             sim.capacity.set(body["shape"], body.get("hosts"), body.get("availability_domain"))
             return Reply(204)
+        if route == ("POST", "/capacity_reservation"):
+            return Reply(200, sim.create_capacity_reservation(
+                body["availability_domain"], body["shape"], int(body["count"]), body.get("compartment_id"),
+                body.get("display_name"), body.get("fault_domain")))
         if route == ("POST", "/topology"):
             sim.local_block_hosts = max(1, int(body["local_block_hosts"]))
             return Reply(204)

@@ -23,18 +23,21 @@ def out_of_capacity():
 
 
 class Capacity:
-    """Bare-metal hosts per (availability domain, shape).  Shapes without an entry are unlimited."""
+    """Bare-metal hosts per (availability domain, shape).  Shapes without an entry are unlimited.
+
+    A compute capacity reservation holds its reservedCount hosts in its availability domain whether
+    instances use them or not; an instance launched into a reservation takes one of those hosts and
+    is not counted a second time.  used() is therefore the on-demand instances plus the hosts that the
+    live reservations hold, and available() what is left for on-demand launches (and new reservations)."""
 
     def __init__(self, sim):
         self._sim = sim
         self._lock = threading.Lock()
         self.limits = {}
-        self.reservations = {}   # reservation id -> (ad, shape, count)
 
     def reset(self):
         with self._lock:
             self.limits = {}
-            self.reservations = {}
             for ad in self._sim.availability_domains:
                 for shape, hosts in DEFAULT_CAPACITY.items():
                     self.limits[(ad, shape)] = hosts
@@ -49,15 +52,22 @@ class Capacity:
                 else:
                     self.limits[(ad, shape)] = int(hosts)
 
+    def reserved(self, availability_domain, shape):
+        """Hosts of the shape that live capacity reservations hold in the availability domain."""
+        store = self._sim.store
+        with store.lock:
+            return sum(reservation_held(store, r, shape) for r in store.compute_capacity_reservations.values()
+                       if r["availabilityDomain"] == availability_domain and r["lifecycleState"] in RESERVATION_HOLDS)
+
     def used(self, availability_domain, shape):
         store = self._sim.store
         with store.lock:
+            holding = {r["id"] for r in store.compute_capacity_reservations.values()
+                       if r["lifecycleState"] in RESERVATION_HOLDS}
             count = sum(1 for i in store.instances.values()
                         if i["availabilityDomain"] == availability_domain and i["shape"] == shape
-                        and i["lifecycleState"] != "TERMINATED")
-        with self._lock:
-            count += sum(n for ad, s, n in self.reservations.values() if ad == availability_domain and s == shape)
-        return count
+                        and i["lifecycleState"] != "TERMINATED" and i.get("capacityReservationId") not in holding)
+            return count + self.reserved(availability_domain, shape)
 
     def available(self, availability_domain, shape):
         limit = self.limits.get((availability_domain, shape))
@@ -68,14 +78,6 @@ class Capacity:
     def fits(self, availability_domain, shape, count):
         avail = self.available(availability_domain, shape)
         return avail is None or avail >= count
-
-    def reserve(self, key, availability_domain, shape, count):
-        with self._lock:
-            self.reservations[key] = (availability_domain, shape, count)
-
-    def release(self, key):
-        with self._lock:
-            self.reservations.pop(key, None)
 
 
 # ---------------------------------------------------------------- images and shapes
@@ -237,6 +239,14 @@ def build_instance(sim, tenancy, details, image, subnet, ad, state="PROVISIONING
         "".join(c for c in display.lower() if c.isalnum() or c == "-")[:63]
     source = details.get("sourceDetails") or {}
     count = len(store.instances)
+    reservation_id = details.get("capacityReservationId") or None
+    reservation_fd = None
+    if reservation_id and reservation_id in store.compute_capacity_reservations:
+        conf = reservation_config_for(store, store.compute_capacity_reservations[reservation_id], details["shape"],
+                                      fault_domain or details.get("faultDomain"))
+        if conf is not None:
+            reservation_fd = conf.get("faultDomain")
+            fault_domain = fault_domain or reservation_fd
     instance = {
         "id": inst_id, "availabilityDomain": ad, "compartmentId": details["compartmentId"],
         "displayName": display, "faultDomain": fault_domain or details.get("faultDomain") or
@@ -257,9 +267,9 @@ def build_instance(sim, tenancy, details, image, subnet, ad, state="PROVISIONING
         "systemTags": {}, "timeCreated": now_str,
         "agentConfig": {"isMonitoringDisabled": False, "isManagementDisabled": False,
                         "areAllPluginsDisabled": False, "pluginsConfig": None},
-        "instanceConfigurationId": instance_configuration_id,
+        "instanceConfigurationId": instance_configuration_id, "capacityReservationId": reservation_id,
         "_tenancy": tenancy, "_compute_cluster": compute_cluster["id"] if compute_cluster else None,
-        "_hostname": hostname, "_attachments": [],
+        "_hostname": hostname, "_attachments": [], "_reservation_fd": reservation_fd,
     }
     store.instances[inst_id] = instance
     vnic_state = "AVAILABLE"
@@ -323,7 +333,8 @@ def launch_instance(ctx):
     sim = ctx.sim
     details = ctx.body
     shape, image, subnet, ad, cluster = validate_launch(ctx, details)
-    if not sim.capacity.fits(ad, shape, 1):
+    reservation = launch_reservation(ctx, details, ad, shape)
+    if not hosts_fit(sim, reservation, ad, shape, 1, details.get("faultDomain")):
         raise out_of_capacity()
     instance = build_instance(sim, ctx.tenancy, details, image, subnet, ad, compute_cluster=cluster)
     wr = workrequests.new(ctx.store, ctx.tenancy, instance["compartmentId"], "LaunchInstance",
@@ -453,6 +464,321 @@ def detach_vnic(ctx):
     if vnic:
         network.delete_vnic(ctx.store, vnic)
     return Reply(204)
+
+
+# ---------------------------------------------------------------- compute capacity reservations
+# A reservation holds hosts in one availability domain: instanceReservationConfigs, one per (instanceShape,
+# faultDomain), each with its reservedCount and the usedCount of the live instances launched into it
+# (LaunchInstance, or an instance configuration's launchDetails, with capacityReservationId).
+#
+# What OCI answers to a launch into a reservation whose hosts are all in use is not public: OCI's
+# "Capacity Reservations" page (docs.oracle.com/iaas/Content/Compute/Tasks/reserve-capacity.htm) says only
+# that a terminated instance's capacity returns to the reservation; oracle/terraform-provider-oci issue
+# #2313 (and its pull request #2314) tells of an instance update refused because "the current capacity
+# reservation does not have sufficient capacity for the new shape" without quoting OCI's text; oracle/
+# karpenter-provider-oci pull request #34 handles reservation launch failures apart from on-demand ones,
+# quoting none (searched November 2026).  So a full reservation answers as OCI's general stock-out does:
+# 500 InternalError "Out of host capacity." to a launch, and the failed work request with that message
+# for a cluster network or an instance pool, as an availability domain without hosts does.
+# A reservation is ACTIVE about ten seconds after its create (a walk-through of the Console in Japanese,
+# qiita.com/ayamakkk/items/557fee7fd83a4d30c0f6: durations["capacity_reservation"]), and only the
+# compartment that holds it launches into it (qiita.com/araidon/items/190bde5accd72da5abc7).
+RESERVATION_HOLDS = ("CREATING", "ACTIVE", "UPDATING", "MOVING", "DELETING")
+RESERVATION_SUMMARY = ("id", "compartmentId", "displayName", "definedTags", "freeformTags", "lifecycleState",
+                       "availabilityDomain", "reservedInstanceCount", "usedInstanceCount", "isDefaultReservation",
+                       "timeCreated")
+
+
+def reservation_members(store, reservation):
+    """The live (not TERMINATED) instances launched into the reservation."""
+    return [i for i in store.instances.values()
+            if i.get("capacityReservationId") == reservation["id"] and i["lifecycleState"] != "TERMINATED"]
+
+
+def _config_used(members, conf):
+    return sum(1 for i in members
+               if i["shape"] == conf["instanceShape"] and i.get("_reservation_fd") == conf.get("faultDomain"))
+
+
+def reservation_held(store, reservation, shape):
+    """Hosts of the shape the reservation holds (its reserved count, never less than what is in use)."""
+    members = reservation_members(store, reservation)
+    return sum(max(c["reservedCount"], _config_used(members, c))
+               for c in reservation["instanceReservationConfigs"] if c["instanceShape"] == shape)
+
+
+def _fd_matches(conf, fault_domain):
+    return not fault_domain or conf.get("faultDomain") in (None, fault_domain)
+
+
+def reservation_config_for(store, reservation, shape, fault_domain=None):
+    """The capacity configuration a new instance of the shape takes: the first that accepts its fault
+    domain and has a host free, else the first that accepts it (None when none does)."""
+    members = reservation_members(store, reservation)
+    fitting = [c for c in reservation["instanceReservationConfigs"]
+               if c["instanceShape"] == shape and _fd_matches(c, fault_domain)]
+    for conf in fitting:
+        if conf["reservedCount"] > _config_used(members, conf):
+            return conf
+    return fitting[0] if fitting else None
+
+
+def reservation_room(store, reservation, shape, fault_domain=None):
+    """Hosts of the shape still free in an ACTIVE (or UPDATING) reservation; 0 in any other state."""
+    if reservation["lifecycleState"] not in ("ACTIVE", "UPDATING"):
+        return 0
+    members = reservation_members(store, reservation)
+    return sum(max(0, c["reservedCount"] - _config_used(members, c)) for c in reservation["instanceReservationConfigs"]
+               if c["instanceShape"] == shape and _fd_matches(c, fault_domain))
+
+
+def hosts_fit(sim, reservation, availability_domain, shape, count, fault_domain=None):
+    """Whether `count` new instances find hosts: in the reservation when one is given, else on demand."""
+    if reservation is not None:
+        return reservation_room(sim.store, reservation, shape, fault_domain) >= count
+    return sim.capacity.fits(availability_domain, shape, count)
+
+
+def stored_reservation(store, details):
+    """The reservation that launch details name (None when they name none or an unknown one)."""
+    return store.compute_capacity_reservations.get(details.get("capacityReservationId") or "")
+
+
+def launch_reservation(ctx, details, availability_domain, shape):
+    """The reservation that launch details name, checked against the launch: 404 unknown, 409 not ACTIVE,
+    400 InvalidParameter for another compartment, another availability domain, a shape (or a fault domain)
+    it holds no capacity for.  None when the details name no reservation (or the empty string)."""
+    reservation_id = details.get("capacityReservationId")
+    if not reservation_id:
+        return None
+    res = owned(ctx, "compute_capacity_reservations", reservation_id, "capacity reservation")
+    if res["lifecycleState"] == "DELETED":
+        raise not_found("capacity reservation")
+    if res["lifecycleState"] not in ("ACTIVE", "UPDATING"):
+        raise conflict("Capacity reservation {0} is {1}.".format(res["id"], res["lifecycleState"]), "IncorrectState")
+    compartment_id = details.get("compartmentId")
+    if compartment_id and res["compartmentId"] != compartment_id:
+        raise invalid("Capacity reservation {0} is in compartment {1}, not in the instance's compartment {2}.".format(
+            res["id"], res["compartmentId"], compartment_id))
+    if res["availabilityDomain"] != availability_domain:
+        raise invalid("Capacity reservation {0} is in availability domain {1}, not in {2}.".format(
+            res["id"], res["availabilityDomain"], availability_domain))
+    shapes = sorted({c["instanceShape"] for c in res["instanceReservationConfigs"]})
+    if shape not in shapes:
+        raise invalid("Capacity reservation {0} holds no capacity for shape {1} (it holds: {2}).".format(
+            res["id"], shape, ", ".join(shapes) or "none"))
+    fault_domain = details.get("faultDomain")
+    if not any(c["instanceShape"] == shape and _fd_matches(c, fault_domain) for c in res["instanceReservationConfigs"]):
+        raise invalid("Capacity reservation {0} holds no {1} capacity in fault domain {2}.".format(
+            res["id"], shape, fault_domain))
+    return res
+
+
+def _reservation_configs(items):
+    """instanceReservationConfigs of a create or update body, checked, as stored (usedCount filled by the view)."""
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise invalid("instanceReservationConfigs must be a list.")
+    configs, seen = [], set()
+    for index, item in enumerate(items):
+        where = "instanceReservationConfigs[{0}]".format(index)
+        if not isinstance(item, dict):
+            raise invalid("{0} must be an object.".format(where))
+        if not item.get("instanceShape"):
+            raise missing(where + ".instanceShape")
+        shape = item["instanceShape"]
+        if shape not in SHAPES_BY_NAME:
+            raise invalid("Invalid shape: {0}".format(shape))
+        count = item.get("reservedCount")
+        if count is None:
+            raise missing(where + ".reservedCount")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise invalid("{0}.reservedCount must be a whole number, 0 or more.".format(where))
+        fault_domain = item.get("faultDomain") or None
+        if fault_domain and fault_domain not in FAULT_DOMAINS:
+            raise invalid("Invalid fault domain: {0}".format(fault_domain))
+        if (shape, fault_domain) in seen:
+            raise invalid("{0}: another capacity configuration already reserves {1} in {2}.".format(
+                where, shape, fault_domain or "every fault domain"))
+        seen.add((shape, fault_domain))
+        conf = {"instanceShape": shape, "reservedCount": count, "usedCount": 0}
+        if fault_domain:
+            conf["faultDomain"] = fault_domain
+        cluster = item.get("clusterConfig")
+        if cluster:
+            if not isinstance(cluster, dict) or not cluster.get("hpcIslandId"):
+                raise missing(where + ".clusterConfig.hpcIslandId")
+            blocks = cluster.get("networkBlockIds")
+            if blocks is not None and (not isinstance(blocks, list) or not all(isinstance(b, str) for b in blocks)):
+                raise invalid("{0}.clusterConfig.networkBlockIds must be a list of OCIDs.".format(where))
+            conf["clusterConfig"] = {"hpcIslandId": cluster["hpcIslandId"], "networkBlockIds": list(blocks or [])}
+        shape_conf = item.get("instanceShapeConfig")
+        if shape_conf:
+            conf["instanceShapeConfig"] = {k: v for k, v in shape_conf.items()
+                                           if k in ("ocpus", "memoryInGBs") and v is not None}
+        configs.append(conf)
+    return configs
+
+
+def _reserved_by_shape(configs, members=()):
+    totals = {}
+    for conf in configs:
+        held = max(conf["reservedCount"], _config_used(members, conf))
+        totals[conf["instanceShape"]] = totals.get(conf["instanceShape"], 0) + held
+    return totals
+
+
+def refresh_reservation(store, reservation):
+    """usedCount per configuration and the two totals, from the instances launched into the reservation."""
+    members = reservation_members(store, reservation)
+    for conf in reservation["instanceReservationConfigs"]:
+        conf["usedCount"] = _config_used(members, conf)
+    reservation["reservedInstanceCount"] = sum(c["reservedCount"] for c in reservation["instanceReservationConfigs"])
+    reservation["usedInstanceCount"] = sum(c["usedCount"] for c in reservation["instanceReservationConfigs"])
+    return reservation
+
+
+def _reservation_view(store):
+    return lambda r: public(refresh_reservation(store, r))
+
+
+def _reservation_summary(store):
+    return lambda r: {k: refresh_reservation(store, r).get(k) for k in RESERVATION_SUMMARY}
+
+
+def new_reservation(ctx, body, state="CREATING"):
+    """CreateComputeCapacityReservation's work: check, hold the hosts (500 "Out of host capacity." when the
+    availability domain has too few on demand), store the reservation in `state`."""
+    sim = ctx.sim
+    store = ctx.store
+    required(body, "compartmentId", "availabilityDomain")
+    compartment(ctx, body["compartmentId"])
+    ad = body["availabilityDomain"]
+    if ad not in sim.availability_domains:
+        raise invalid("Invalid availability domain: {0}".format(ad))
+    configs = _reservation_configs(body.get("instanceReservationConfigs"))
+    for shape, hosts in sorted(_reserved_by_shape(configs).items()):
+        if hosts and not sim.capacity.fits(ad, shape, hosts):
+            raise out_of_capacity()
+    res = base(ctx, body, "capacityreservation", "capacityreservation", {
+        "availabilityDomain": ad, "isDefaultReservation": bool(body.get("isDefaultReservation", False)),
+        "instanceReservationConfigs": configs, "lifecycleState": state, "reservedInstanceCount": 0,
+        "usedInstanceCount": 0})
+    res["timeUpdated"] = res["timeCreated"]
+    store.compute_capacity_reservations[res["id"]] = refresh_reservation(store, res)
+    return res
+
+
+def _settle(sim, res, transient, final, wr, action):
+    def done():
+        if res["lifecycleState"] == transient:
+            res["lifecycleState"] = final
+            res["timeUpdated"] = rfc3339(sim.store.now())
+        workrequests.succeed(sim.store, wr, {res["id"]: action})
+    sim.store.schedule(sim.durations["capacity_reservation"], done)
+
+
+def create_compute_capacity_reservation(ctx):
+    res = new_reservation(ctx, ctx.body)
+    wr = workrequests.new(ctx.store, ctx.tenancy, res["compartmentId"], "CreateComputeCapacityReservation",
+                          [("computecapacityreservation", "IN_PROGRESS", res["id"])],
+                          ctx.sim.durations["capacity_reservation"])
+    _settle(ctx.sim, res, "CREATING", "ACTIVE", wr, "CREATED")
+    return get_reply(res, _reservation_view(ctx.store), {"opc-work-request-id": wr["id"]})
+
+
+def get_compute_capacity_reservation(ctx):
+    res = owned(ctx, "compute_capacity_reservations", ctx.params["capacityReservationId"], "capacity reservation")
+    return get_reply(refresh_reservation(ctx.store, res), _reservation_view(ctx.store))
+
+
+def list_compute_capacity_reservations(ctx):
+    return list_reply(ctx, in_compartment(ctx, "compute_capacity_reservations"),
+                      filters=[("availabilityDomain", "availabilityDomain")], view=_reservation_summary(ctx.store))
+
+
+def update_compute_capacity_reservation(ctx):
+    """UpdateComputeCapacityReservation: name, tags, isDefaultReservation and, when given, the whole list of
+    capacity configurations (one left out is removed).  A configuration may not drop below what its
+    instances use (400), and more hosts than the availability domain has free answer 500 "Out of host
+    capacity."  UPDATING for a while, then ACTIVE; 202 with a work request."""
+    sim = ctx.sim
+    store = ctx.store
+    res = owned(ctx, "compute_capacity_reservations", ctx.params["capacityReservationId"], "capacity reservation")
+    if res["lifecycleState"] != "ACTIVE":
+        raise conflict("Capacity reservation {0} is {1}.".format(res["id"], res["lifecycleState"]), "IncorrectState")
+    body = ctx.body
+    if body.get("instanceReservationConfigs") is not None:
+        configs = _reservation_configs(body["instanceReservationConfigs"])
+        members = reservation_members(store, res)
+        for inst in members:
+            if not any(c["instanceShape"] == inst["shape"] and c.get("faultDomain") == inst.get("_reservation_fd")
+                       for c in configs):
+                raise invalid("Instance {0} uses the capacity configuration {1}{2} of capacity reservation {3}; "
+                              "it cannot be removed.".format(inst["id"], inst["shape"],
+                                                             " in " + inst["_reservation_fd"] if inst.get("_reservation_fd")
+                                                             else "", res["id"]))
+        for conf in configs:
+            used = _config_used(members, conf)
+            if conf["reservedCount"] < used:
+                raise invalid("reservedCount {0} of {1} is less than the {2} instance(s) using it.".format(
+                    conf["reservedCount"], conf["instanceShape"], used))
+        before = _reserved_by_shape(res["instanceReservationConfigs"], members)
+        for shape, hosts in sorted(_reserved_by_shape(configs, members).items()):
+            more = hosts - before.get(shape, 0)
+            if more > 0 and not sim.capacity.fits(res["availabilityDomain"], shape, more):
+                raise out_of_capacity()
+        res["instanceReservationConfigs"] = configs
+    apply_tags_and_name(res, body)
+    if body.get("isDefaultReservation") is not None:
+        res["isDefaultReservation"] = bool(body["isDefaultReservation"])
+    res["lifecycleState"] = "UPDATING"
+    res["timeUpdated"] = rfc3339(store.now())
+    refresh_reservation(store, res)
+    wr = workrequests.new(store, ctx.tenancy, res["compartmentId"], "UpdateComputeCapacityReservation",
+                          [("computecapacityreservation", "IN_PROGRESS", res["id"])], sim.durations["capacity_reservation"])
+    _settle(sim, res, "UPDATING", "ACTIVE", wr, "UPDATED")
+    return Reply(202, headers={"opc-work-request-id": wr["id"]})
+
+
+def delete_compute_capacity_reservation(ctx):
+    """DeleteComputeCapacityReservation: refused (409 Conflict) while instances are launched into it;
+    DELETING (its hosts still held) then DELETED; 202 with a work request."""
+    sim = ctx.sim
+    store = ctx.store
+    res = owned(ctx, "compute_capacity_reservations", ctx.params["capacityReservationId"], "capacity reservation")
+    if res["lifecycleState"] == "DELETED":
+        raise not_found("capacity reservation")
+    if res["lifecycleState"] == "DELETING":
+        return Reply(202)
+    members = reservation_members(store, res)
+    if members:
+        raise conflict("Capacity reservation {0} is used by {1} instance(s); terminate them first.".format(
+            res["id"], len(members)))
+    if res["lifecycleState"] not in ("ACTIVE",):
+        raise conflict("Capacity reservation {0} is {1}.".format(res["id"], res["lifecycleState"]), "IncorrectState")
+    res["lifecycleState"] = "DELETING"
+    res["timeUpdated"] = rfc3339(store.now())
+    wr = workrequests.new(store, ctx.tenancy, res["compartmentId"], "DeleteComputeCapacityReservation",
+                          [("computecapacityreservation", "IN_PROGRESS", res["id"])], sim.durations["capacity_reservation"])
+    _settle(sim, res, "DELETING", "DELETED", wr, "DELETED")
+    return Reply(202, headers={"opc-work-request-id": wr["id"]})
+
+
+def list_compute_capacity_reservation_instances(ctx):
+    res = owned(ctx, "compute_capacity_reservations", ctx.params["capacityReservationId"], "capacity reservation")
+    items = reservation_members(ctx.store, res)
+    if ctx.query.get("compartmentId"):
+        compartment(ctx, ctx.query["compartmentId"])
+        items = [i for i in items if i["compartmentId"] == ctx.query["compartmentId"]]
+
+    def view(inst):
+        config = inst["shapeConfig"] or {}
+        return {"id": inst["id"], "availabilityDomain": inst["availabilityDomain"],
+                "compartmentId": inst["compartmentId"], "faultDomain": inst["faultDomain"], "shape": inst["shape"],
+                "shapeConfig": {"ocpus": config.get("ocpus"), "memoryInGBs": config.get("memoryInGBs")}}
+    return list_reply(ctx, items, filters=[("availabilityDomain", "availabilityDomain")], view=view)
 
 
 # ---------------------------------------------------------------- compute hosts (GPU topology)
@@ -600,6 +926,13 @@ def register(router):
     router.add("DELETE", "/vnicAttachments/{vnicAttachmentId}", detach_vnic)
     router.add("GET", "/computeHosts", list_compute_hosts)
     router.add("GET", "/computeHosts/{computeHostId}", get_compute_host)
+    router.add("POST", "/computeCapacityReservations", create_compute_capacity_reservation)
+    router.add("GET", "/computeCapacityReservations", list_compute_capacity_reservations)
+    router.add("GET", "/computeCapacityReservations/{capacityReservationId}", get_compute_capacity_reservation)
+    router.add("PUT", "/computeCapacityReservations/{capacityReservationId}", update_compute_capacity_reservation)
+    router.add("DELETE", "/computeCapacityReservations/{capacityReservationId}", delete_compute_capacity_reservation)
+    router.add("GET", "/computeCapacityReservations/{capacityReservationId}/instances",
+               list_compute_capacity_reservation_instances)
     router.add("POST", "/computeClusters", create_compute_cluster)
     router.add("GET", "/computeClusters", list_compute_clusters)
     router.add("GET", "/computeClusters/{computeClusterId}", get_compute_cluster)

@@ -25,6 +25,7 @@ DEFAULT_DURATIONS = {
     "cluster_network_terminate": 60.0,
     "instance_pool_create": 60.0,
     "image_create": 120.0,       # a custom image PROVISIONING -> AVAILABLE (images.py), and its hooks finished
+    "capacity_reservation": 10.0,  # a compute capacity reservation CREATING/UPDATING -> ACTIVE, DELETING -> DELETED
     "retry_token_ttl": 24 * 3600.0,
 }
 
@@ -148,6 +149,7 @@ KINDS = (
     "security_lists", "dhcp_options",
     "images", "instances", "vnic_attachments", "vnics", "private_ips",
     "instance_configurations", "instance_pools", "cluster_networks", "compute_clusters",
+    "compute_capacity_reservations",
     "file_systems", "mount_targets", "export_sets", "exports",
     "work_requests",
 )

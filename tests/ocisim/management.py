@@ -103,7 +103,8 @@ def launch_instance_configuration(ctx):
     details = _launch_details(config, (body.get("launchDetails") or {}) if body.get("instanceType") in
                               (None, "compute") else None)
     shape, image, subnet, ad, cluster = compute.validate_launch(ctx, details)
-    if not sim.capacity.fits(ad, shape, 1):
+    reservation = compute.launch_reservation(ctx, details, ad, shape)
+    if not compute.hosts_fit(sim, reservation, ad, shape, 1, details.get("faultDomain")):
         raise compute.out_of_capacity()
     instance = compute.build_instance(sim, ctx.tenancy, details, image, subnet, ad,
                                       instance_configuration_id=config["id"], compute_cluster=cluster)
@@ -240,19 +241,37 @@ def _pool_config(ctx, config_id):
     return config, shape
 
 
+def _pool_reservation(ctx, config, compartment_id, placements):
+    """The capacity reservation the instance configuration's launch details name, checked against every
+    placement (400 for another availability domain or a shape it does not hold); None without one."""
+    details = dict(_launch_details(config), compartmentId=compartment_id)
+    reservation = None
+    for place in placements:
+        reservation = compute.launch_reservation(ctx, dict(details, faultDomain=None), place["availabilityDomain"],
+                                                 details.get("shape"))
+    return reservation
+
+
+def _config_fits(sim, config, availability_domain, count):
+    """Whether `count` more instances of the configuration find hosts (its reservation's, or on demand)."""
+    details = _launch_details(config)
+    return compute.hosts_fit(sim, compute.stored_reservation(sim.store, details), availability_domain,
+                             details.get("shape"), count)
+
+
 def create_instance_pool(ctx):
     sim = ctx.sim
     body = ctx.body
     required(body, "compartmentId", "instanceConfigurationId", "placementConfigurations", "size")
     compartment(ctx, body["compartmentId"])
-    config, shape = _pool_config(ctx, body["instanceConfigurationId"])
+    config = _pool_config(ctx, body["instanceConfigurationId"])[0]
     placements = _pool_placements(ctx, body["placementConfigurations"])
     _check_public_ip(ctx, config, placements)
+    _pool_reservation(ctx, config, body["compartmentId"], placements)
     size = int(body["size"])
     pool = _new_pool(ctx, body, config, placements, size, body.get("displayName") or "instancepool", ctx.tenancy,
                      None)
-    fits = sim.capacity.fits(placements[0]["availabilityDomain"], shape, size)
-    if fits:
+    if _config_fits(sim, config, placements[0]["availabilityDomain"], size):
         grow_pool(sim, pool, size)
 
     def done():
@@ -278,9 +297,8 @@ def _resize_pool(ctx, pool, new_size, duration, on_done=None):
     if new_size == current:
         return True
     config = store.instance_configurations[pool["instanceConfigurationId"]]
-    shape = _launch_details(config).get("shape")
     ad = pool["placementConfigurations"][0]["availabilityDomain"]
-    if new_size > current and not sim.capacity.fits(ad, shape, new_size - current):
+    if new_size > current and not _config_fits(sim, config, ad, new_size - current):
         return False
     pool["lifecycleState"] = "SCALING"
     pool["size"] = new_size
@@ -393,10 +411,13 @@ def create_cluster_network(ctx):
         if int(item["size"]) < 1:
             raise invalid("instancePools[].size must be at least 1.")
         _check_public_ip(ctx, config, placements)
+        reservation = _pool_reservation(ctx, config, body["compartmentId"], placements)
         configs.append((item, config))
-        needed[shape] = needed.get(shape, 0) + int(item["size"])
+        key = (reservation["id"] if reservation else None, shape)
+        needed[key] = needed.get(key, 0) + int(item["size"])
     ad = place["availabilityDomain"]
-    fits = all(sim.capacity.fits(ad, shape, n) for shape, n in needed.items())
+    fits = all(compute.hosts_fit(sim, store.compute_capacity_reservations.get(rid or ""), ad, shape, n)
+               for (rid, shape), n in needed.items())
     now = store.now()
     cluster_conf = body.get("clusterConfiguration") or {}
     cn = base(ctx, body, "clusternetwork", "clusternetwork", {
@@ -556,7 +577,7 @@ def detach_instance_pool_instance(ctx):
     if not decrement:
         config = store.instance_configurations[pool["instanceConfigurationId"]]
         ad = pool["placementConfigurations"][0]["availabilityDomain"]
-        if not sim.capacity.fits(ad, _launch_details(config).get("shape"), 1):
+        if not _config_fits(sim, config, ad, 1):
             raise compute.out_of_capacity()
     duration = sim.durations["cluster_network_scale"]
     resources = [("instancepool", "IN_PROGRESS", pool["id"]), ("instance", "IN_PROGRESS", instance["id"])]

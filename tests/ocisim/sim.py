@@ -50,6 +50,7 @@ class StateView:
         with store.lock:
             for kind in ("instances", "vnics", "vnic_attachments", "private_ips", "subnets", "vcns",
                          "cluster_networks", "instance_pools", "instance_configurations", "compute_clusters",
+                         "compute_capacity_reservations",
                          "work_requests", "compartments", "internet_gateways", "nat_gateways", "service_gateways",
                          "route_tables", "security_lists", "images", "file_systems", "mount_targets", "export_sets",
                          "exports"):
@@ -192,6 +193,23 @@ class Simulator:
         if unknown:
             raise KeyError("unknown durations: {0}".format(", ".join(sorted(unknown))))
         self.durations.update({k: float(v) for k, v in durations.items()})
+
+    def create_capacity_reservation(self, availability_domain, shape, count, compartment_id=None, display_name=None,
+                                    fault_domain=None):
+        """A compute capacity reservation of `count` hosts of `shape` in the availability domain, ACTIVE at once
+        (CreateComputeCapacityReservation makes one CREATING): in the simulator's compartment unless another is
+        named; its hosts leave the availability domain's on-demand capacity, and an availability domain with
+        too few raises OciError 500 "Out of host capacity." as the API answers.  Returns its API view."""
+        compartment_id = compartment_id or self.compartment_id
+        config = {"instanceShape": shape, "reservedCount": int(count)}
+        if fault_domain:
+            config["faultDomain"] = fault_domain
+        body = {"compartmentId": compartment_id, "availabilityDomain": availability_domain,
+                "displayName": display_name, "instanceReservationConfigs": [config]}
+        with self.store.lock:
+            ctx = self.internal_context(self.store.tenancy_of(compartment_id), body)
+            res = compute.new_reservation(ctx, ctx.body, state="ACTIVE")
+            return public(res)
 
     def set_limit(self, limit_name, value, availability_domain=None):
         """Set a compute service limit (a shape's quotaNames entry, e.g. the GPU count of a GPU shape), or one

@@ -13,6 +13,7 @@ ENTITY_URIS = {
     "instancepool": "/instancePools/",
     "instanceconfiguration": "/instanceConfigurations/",
     "computecluster": "/computeClusters/",
+    "computecapacityreservation": "/computeCapacityReservations/",
 }
 
 

@@ -475,6 +475,41 @@ def test_file_storage_routes(api, ocisim):
     api.vn.delete_subnet(subnet.id)
 
 
+def test_compute_capacity_reservation_routes(api, ocisim):
+    """A compute capacity reservation created, read, listed, resized, launched into (its instances listed)
+    and deleted, each answer in the SDK's own model."""
+    compute = api.compute
+    _vcn, subnet = _vcn_stack(api)
+    res = api.check(compute.create_compute_capacity_reservation(core.CreateComputeCapacityReservationDetails(
+        compartment_id=api.comp, availability_domain=api.ad, display_name="c-res",
+        instance_reservation_configs=[core.InstanceReservationConfigDetails(
+            instance_shape="BM.GPU.H100.8", reserved_count=2, fault_domain="FAULT-DOMAIN-1",
+            cluster_config=core.ClusterConfigDetails(hpc_island_id="ocid1.computehpcisland.oc1.ap-tokyo-1.aaaa"))])),
+        "ComputeCapacityReservation", core.ComputeCapacityReservation)
+    assert (res.lifecycle_state, res.reserved_instance_count, res.used_instance_count) == ("CREATING", 2, 0)
+    ocisim.wait_idle()
+    assert api.check(compute.get_compute_capacity_reservation(res.id), "ComputeCapacityReservation",
+                     core.ComputeCapacityReservation).lifecycle_state == "ACTIVE"
+    listed = api.check(compute.list_compute_capacity_reservations(api.comp, availability_domain=api.ad),
+                       "list[ComputeCapacityReservationSummary]", core.ComputeCapacityReservationSummary)
+    assert [r.id for r in listed] == [res.id]
+    api.check(compute.update_compute_capacity_reservation(res.id, core.UpdateComputeCapacityReservationDetails(
+        instance_reservation_configs=[core.InstanceReservationConfigDetails(instance_shape="BM.GPU.H100.8",
+                                                                            reserved_count=3)])), None)
+    ocisim.wait_idle()
+    inst = _launch(api, subnet, name="c-res-inst", shape="BM.GPU.H100.8", image=GPU_IMAGE,
+                   capacity_reservation_id=res.id).data
+    assert inst.capacity_reservation_id == res.id
+    members = api.check(compute.list_compute_capacity_reservation_instances(res.id),
+                        "list[CapacityReservationInstanceSummary]", core.CapacityReservationInstanceSummary)
+    assert [m.id for m in members] == [inst.id]
+    compute.terminate_instance(inst.id)
+    ocisim.wait_idle()
+    api.check(compute.delete_compute_capacity_reservation(res.id), None)
+    ocisim.wait_idle()
+    assert compute.get_compute_capacity_reservation(res.id).data.lifecycle_state == "DELETED"
+
+
 def test_custom_image_routes(api, ocisim):
     """A custom image made from an instance, read, listed, renamed, its shapes listed, and deleted."""
     compute = api.compute
