@@ -4,12 +4,19 @@
 # network ocigpu-demo (and, for an instance with a public IP such as the bastion, at that IP on
 # ocigpu-demo-public); a terminated instance loses it. The simulator passes OCISIM_* variables.
 #
+# An image made of an instance (CreateImage, OCISIM_EVENT=image) is its container committed to the podman
+# image localhost/ocigpu-demo-image:<the image OCID's last 12 characters>, labelled ocigpu-demo-image=<OCID>;
+# the simulator keeps the image PROVISIONING until this is done. An instance launched from that image
+# starts from the committed container instead of DEMO_IMAGE.
+#
 # What cloud-init does on a real instance is done here the same way: the login user of the image
 # (DEMO_LOGIN_USER, default opc) is created with password-less sudo and the instance metadata's
 # ssh_authorized_keys, and sshd answers on port 22.
 set -euo pipefail
 name="ocigpu-demo-${OCISIM_DISPLAY_NAME}"
 user=${DEMO_LOGIN_USER:-opc}
+# The podman image of an OCI image OCID: its last 12 characters, lower-case, as the tag.
+image_tag() { local id=$1; printf 'localhost/ocigpu-demo-image:%s' "$(tr '[:upper:]' '[:lower:]' <<<"${id: -12}")"; }
 case "$OCISIM_EVENT" in
   launch)
     echo "$(date +%T) launch $OCISIM_DISPLAY_NAME $OCISIM_PRIVATE_IP${OCISIM_PUBLIC_IP:+ public $OCISIM_PUBLIC_IP} ($OCISIM_SHAPE)"
@@ -24,6 +31,15 @@ case "$OCISIM_EVENT" in
         -f '{{.Id}}{{range .NetworkSettings.Networks}} {{.IPAddress}}{{end}}' 2>/dev/null \
         | awk -v ip="$OCISIM_PRIVATE_IP" '{for (i = 2; i <= NF; i++) if ($i == ip) print $1}' || true
     }
+    # An instance of an image made here (see the image event) starts from its committed container.
+    image=${DEMO_IMAGE:-localhost/ocigpu-test:debian13}
+    baked=''
+    if [ -n "${OCISIM_IMAGE_ID:-}" ] && podman image exists "$(image_tag "$OCISIM_IMAGE_ID")" &&
+       [ "$(podman image inspect -f '{{index .Labels "ocigpu-demo-image"}}' "$(image_tag "$OCISIM_IMAGE_ID")")" = "$OCISIM_IMAGE_ID" ]; then
+      image=$(image_tag "$OCISIM_IMAGE_ID")
+      baked=1
+      echo "$(date +%T) $OCISIM_DISPLAY_NAME: from image $image"
+    fi
     # No GPU here: all_reduce_perf replays a recorded run (all_reduce_perf-standin.sh says which).
     root=$(cd "$(dirname "$0")/../.." && pwd)
     replay=(-v "$root/tests/demo/all_reduce_perf-standin.sh:/usr/local/bin/all_reduce_perf:ro"
@@ -40,7 +56,7 @@ case "$OCISIM_EVENT" in
       if podman run -d --replace --name "$name" --hostname "${OCISIM_HOSTNAME:-$OCISIM_DISPLAY_NAME}" \
           --label ocigpu-demo=1 --label "ocigpu-demo-instance=$OCISIM_INSTANCE_ID" \
           "${nets[@]}" --no-hosts --privileged --systemd=always "${replay[@]}" \
-          "${DEMO_IMAGE:-localhost/ocigpu-test:debian13}" /sbin/init; then
+          "$image" /sbin/init; then
         started=1; break
       fi
       echo "$(date +%T) $OCISIM_DISPLAY_NAME: start attempt $attempt failed; trying again"
@@ -50,6 +66,17 @@ case "$OCISIM_EVENT" in
     # podman bind-mounts /etc/hostname, where hostnamectl cannot replace it ("Device or resource busy");
     # on an instance it is a plain file, which configure.yml rewrites for a replacement node.
     podman exec "$name" sh -c 'h=$(cat /etc/hostname); umount /etc/hostname && printf "%s\n" "$h" > /etc/hostname'
+    if [ -n "$baked" ]; then
+      # cloud-init gives a new instance its own SSH host keys before sshd starts; a cleaned image has none,
+      # and sshd may have refused to start without them: it starts again once they exist.
+      podman exec "$name" sh -c 'ls /etc/ssh/ssh_host_*_key >/dev/null 2>&1 || ssh-keygen -A
+        timeout 60 systemctl is-system-running --wait >/dev/null 2>&1
+        for unit in ssh.service sshd.service; do
+          if systemctl cat "$unit" >/dev/null 2>&1 && ! systemctl is-active --quiet "$unit"; then
+            systemctl reset-failed "$unit"; systemctl restart "$unit"
+          fi
+        done; true'
+    fi
     keys=$(jq -r '.metadata.ssh_authorized_keys // ""' <<<"$OCISIM_INSTANCE_JSON")
     podman exec -i -e U="$user" -e IP="$OCISIM_PRIVATE_IP" "$name" sh -euc '
       id "$U" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$U"
@@ -84,6 +111,17 @@ WRAPPER
       base64 -d <<<"$user_data" | podman exec -i "$name" bash -s
       echo "$(date +%T) $OCISIM_DISPLAY_NAME: ran its user_data (cloud-init's part)"
     fi ;;
+  image)
+    # The image is the instance's container as it is now: whoever asked for it (the bake) must have
+    # cleaned the instance first (host keys, machine-id, secrets, logs); nothing is cleaned here. The
+    # container keeps running; the folders mounted into it (the shared home, the replayed run) are not
+    # in the image.
+    tag=$(image_tag "$OCISIM_IMAGE_ID")
+    echo "$(date +%T) image $OCISIM_DISPLAY_NAME of $OCISIM_INSTANCE_ID -> $tag"
+    mapfile -t ids < <(podman ps -aq --filter "label=ocigpu-demo-instance=$OCISIM_INSTANCE_ID")
+    [ "${#ids[@]}" -eq 1 ] || { echo "$(date +%T) IMAGE FAILED: ${#ids[@]} containers for $OCISIM_INSTANCE_ID"; exit 1; }
+    podman commit -q --change "LABEL ocigpu-demo-image=$OCISIM_IMAGE_ID" "${ids[0]}" "$tag" >/dev/null
+    echo "$(date +%T) image $OCISIM_DISPLAY_NAME: $tag made" ;;
   terminate)
     echo "$(date +%T) terminate $OCISIM_DISPLAY_NAME"
     # By the instance's OCID: its display name may have changed since launch (the autoscaler names
