@@ -532,3 +532,17 @@ def test_the_sources_as_the_filter_returns_them_are_taken(check, ocisim, reserva
     result = check(capacity_sources=sources)
     assert [r['name'] for r in result['checks']['capacity_sources']] == ['reservation-1', 'ad-1']
     assert result['checks']['capacity_source'] == 'reservation-1'
+
+
+def test_a_reservation_of_the_simulator(check, ocisim):
+    """The same read against the simulator's reservations (tests/ocisim), whose hosts leave the AD's on-demand
+    capacity."""
+    ad = _ads(ocisim)[0]
+    ocisim.capacity.set('BM.GPU4.8', 5, availability_domain=ad)
+    reservation = ocisim.create_capacity_reservation(ad, 'BM.GPU4.8', 3, display_name='r1')
+    sources = [dict(name='r1', capacity_reservation_id=reservation['id']), dict(availability_domain=ad)]
+    result = check(gpu_node_count=2, capacity_sources=sources)
+    assert _rows(result) == [('r1', 'reservation', ad, 3), ('ad-1', 'on-demand', ad, 2)]
+    assert result['checks']['capacity_source'] == 'r1'
+    refused = check(fail=True, gpu_node_count=4, capacity_sources=sources)
+    assert refused['problems'][0].startswith('gpu_node_count: 4 new BM.GPU4.8 node(s) wanted, but no capacity source holds them')
