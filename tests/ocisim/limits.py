@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 
+from . import compute
 from .catalog import DEFAULT_CAPACITY, SHAPES
 from .core import OciError, invalid, not_found
 from .resources import compartment
@@ -104,9 +105,29 @@ class Limits:
                                  and r["lifecycleState"] not in ("DELETING", "DELETED")
                                  and (not compartment_id or r["compartmentId"] == compartment_id)))
         with store.lock:
+            # A capacity reservation takes its hosts' units whether instances use them or not (OCI counts
+            # reserved capacity against the limits); an instance launched into one is not counted again.
+            holding = set()
+            for res in store.compute_capacity_reservations.values():
+                if res["lifecycleState"] not in compute.RESERVATION_HOLDS:
+                    continue
+                holding.add(res["id"])
+                if res["_tenancy"] != tenancy or res["availabilityDomain"] != availability_domain \
+                        or (compartment_id and res["compartmentId"] != compartment_id):
+                    continue
+                for conf in res["instanceReservationConfigs"]:
+                    shape = next((s for s in SHAPES if s["shape"] == conf["instanceShape"]), None)
+                    if shape is None or limit_name not in (shape.get("quotaNames") or []):
+                        continue
+                    config = conf.get("instanceShapeConfig") or {}
+                    hosts = compute.reservation_held(store, dict(res, instanceReservationConfigs=[conf]),
+                                                     conf["instanceShape"])
+                    total += hosts * {"ocpus": config.get("ocpus") or shape["ocpus"],
+                                      "memory_gb": config.get("memoryInGBs") or shape["memoryInGBs"],
+                                      "gpus": shape["gpus"], "instances": 1}[kind]
             for inst in store.instances.values():
                 if inst["_tenancy"] != tenancy or inst["availabilityDomain"] != availability_domain \
-                        or inst["lifecycleState"] == "TERMINATED":
+                        or inst["lifecycleState"] == "TERMINATED" or inst.get("capacityReservationId") in holding:
                     continue
                 if compartment_id and inst["compartmentId"] != compartment_id:
                     continue

@@ -325,3 +325,20 @@ def test_the_admin_endpoint_makes_an_active_reservation(env, sim):
     with pytest.raises(OciError) as err:
         sim.create_capacity_reservation(env.ads[2], SHAPE, 100)
     assert (err.value.status, err.value.message) == (500, OUT)
+
+
+def test_reserved_hosts_count_against_the_service_limits(env, sim):
+    limits = sim.client(oci.limits.LimitsClient)
+
+    def gpus(comp=None):
+        got = limits.get_resource_availability("compute", "gpu-bm-gpu-h100-8-count", comp or env.comp,
+                                               availability_domain=env.ad).data
+        return got.used, got.available
+
+    before = gpus()
+    res = env.reserve(2)
+    assert gpus() == (before[0] + 16, before[1] - 16)    # 2 hosts x 8 GPUs, none in use yet
+    env.launch(res.id)
+    assert gpus() == (before[0] + 16, before[1] - 16)    # an instance in the reservation is not counted again
+    env.launch(None, name="od")
+    assert gpus() == (before[0] + 24, before[1] - 24)
