@@ -30,6 +30,10 @@ from the controller over an authenticated channel.
 5. When the configure run or the checks fail (or slurmd does not start), it tells the controller
    (``POST /v1/failed``), which hands the node back to Slurm at once rather than at ResumeTimeout.
 
+On a baked image (``--bake`` made it, /etc/ocigpu/baked.json says from which bundle), the pull checks
+the bundle against it after fetching: another collection or lock file is refused (told to the
+controller, nothing runs); the same one skips the baked roles (other settings: they run again).
+
 Each step is logged with its time; the timings are written to <state>/pull.json for the
 benchmarks. The exit status is 0 when the node joined or is not an on-demand node (it never got
 its tags); either way a marker in the state folder keeps the next boot from pulling again.
@@ -40,6 +44,7 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import errno
 import functools
+import glob
 import hashlib
 import json
 import os
@@ -49,6 +54,7 @@ import ssl
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 
 try:
@@ -67,7 +73,11 @@ CERT_TAG = 'ocigpu-pull-cert'
 EXIT_NO_TAGS = 3
 
 DEFAULTS = dict(imds_url=IMDS_URL, wait=1800, poll=5, prefix='/opt/ocigpu-pull', state_dir='/var/lib/ocigpu-pull',
-                log_file='/var/log/ocigpu-pull.log', timeout=60)
+                log_file='/var/log/ocigpu-pull.log', timeout=60, manifest='/etc/ocigpu/baked.json', root='/')
+# What a baked image holds (--bake): the roles without per-node input or secret. The bake playbook also
+# installs the slurm and nvidia_container_toolkit packages, whose roles still run on each node.
+BAKED_ROLES = ('containerd_rootless', 'enroot', 'pyxis', 'rdma_exporter')
+BAKE_PLAYBOOK = 'ocigpu.cluster.bake_node'
 
 
 class PullError(Exception):
@@ -234,6 +244,91 @@ def safe_extract(archive, dest):
             tar.extractall(root)
 
 
+# Baked images -----------------------------------------------------------------------------------
+
+def _sha256_file(path):
+    digest = hashlib.sha256()
+    try:
+        with open(path, 'rb') as f:
+            for block in iter(functools.partial(f.read, 1 << 20), b''):
+                digest.update(block)
+    except IOError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
+    return digest.hexdigest()
+
+
+def _read_bytes(path):
+    try:
+        with open(path, 'rb') as f:
+            return f.read()
+    except IOError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
+        return b''
+
+
+def bundle_digests(bundle_dir):
+    """The four digests of an extracted bundle (the baked image's manifest, and its image tag):
+    collection_digest over each file under collections/ ("path NUL sha256" lines, sorted; no
+    __pycache__ or *.pyc), lock_digest of ocigpu.lock.yml, settings_digest of node-vars.yml NUL
+    pull.json, bundle_digest of the three."""
+    top = os.path.join(bundle_dir, 'collections')
+    files = []
+    for folder, dirs, names in os.walk(top):
+        dirs[:] = [d for d in dirs if d != '__pycache__']
+        for name in names:
+            if not name.endswith('.pyc'):
+                path = os.path.join(folder, name)
+                files.append((os.path.relpath(path, top).replace(os.sep, '/'), path))
+    collection = hashlib.sha256()
+    for rel, path in sorted(files):
+        collection.update(('%s\0%s\n' % (rel, _sha256_file(path))).encode('utf-8'))
+    found = dict(collection_digest=collection.hexdigest(),
+                 lock_digest=_sha256_file(os.path.join(bundle_dir, 'ocigpu.lock.yml')),
+                 settings_digest=hashlib.sha256(_read_bytes(os.path.join(bundle_dir, 'node-vars.yml')) + b'\0'
+                                                + _read_bytes(os.path.join(bundle_dir, 'pull.json'))).hexdigest())
+    found['bundle_digest'] = hashlib.sha256(' '.join(
+        found[k] for k in ('collection_digest', 'lock_digest', 'settings_digest')).encode('ascii')).hexdigest()
+    return found
+
+
+def collection_label(settings):
+    """'ocigpu.cluster x.y.z' from pull.json's collections."""
+    for entry in settings.get('collections') or []:
+        if str(entry).split(' ')[0] == 'ocigpu.cluster':
+            return str(entry)
+    return 'ocigpu.cluster'
+
+
+def baked_check(path, digests, settings):
+    """What the pull does on this image: (None, None) without a manifest (not baked), ('refuse', message),
+    ('full', manifest) when only the settings changed since the bake, ('skip', manifest) when it is current."""
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+    except IOError as exc:
+        if exc.errno == errno.ENOENT:
+            return None, None
+        return 'refuse', 'baked image manifest %s unreadable (%s): give the node template the stock image' % (path, exc)
+    except ValueError as exc:
+        return 'refuse', 'baked image manifest %s unreadable (%s): give the node template the stock image' % (path, exc)
+    if not isinstance(manifest, dict) or manifest.get('format') != 1:
+        return 'refuse', 'baked image manifest %s is not format 1: give the node template the stock image' % path
+    if (manifest.get('collection_digest'), manifest.get('lock_digest')) != (digests['collection_digest'], digests['lock_digest']):
+        theirs, ours = str(manifest.get('collection') or 'ocigpu.cluster'), collection_label(settings)
+        if theirs == ours and manifest.get('collection_digest') != digests['collection_digest']:
+            # Same version, other files (a development checkout): say which.
+            theirs += ' files %s' % str(manifest.get('collection_digest'))[:12]
+            ours += ' files %s' % digests['collection_digest'][:12]
+        return 'refuse', ('baked image made for %s lock %s, this cluster serves %s lock %s: re-bake '
+                          '(ansible-playbook ocigpu.cluster.bake) or give the node template the stock image'
+                          % (theirs, str(manifest.get('lock_digest'))[:12], ours, digests['lock_digest'][:12]))
+    if manifest.get('settings_digest') != digests['settings_digest']:
+        return 'full', manifest
+    return 'skip', manifest
+
+
 # Ansible on the node ----------------------------------------------------------------------------
 
 def find_python(candidates=('python3.13', 'python3.12', 'python3.11', 'python3'), minimum=(3, 11), run=subprocess.run):
@@ -324,8 +419,10 @@ def playbook_command(venv, bundle, playbook, options, extra_files):
     return argv
 
 
-def configure_command(venv, bundle, name, settings, extra_files):
-    skip = ['--skip-tags', ','.join(settings['skip_tags'])] if settings.get('skip_tags') else []
+def configure_command(venv, bundle, name, settings, extra_files, baked_roles=()):
+    tags = list(settings.get('skip_tags') or [])
+    tags += [role for role in baked_roles if role not in tags]
+    skip = ['--skip-tags', ','.join(tags)] if tags else []
     return playbook_command(venv, bundle, settings.get('playbook', 'ocigpu.cluster.configure'), skip, extra_files)
 
 
@@ -476,8 +573,25 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     safe_extract(archive, bundle)
     with open(os.path.join(bundle, 'pull.json')) as f:
         settings = json.load(f)
-    log('pull: bundle of %d bytes (%s)', os.path.getsize(archive), settings.get('collection', 'ocigpu.cluster'))
+    log('pull: bundle of %d bytes (%s)', os.path.getsize(archive), collection_label(settings))
     lap('fetch_bundle')
+
+    # On a baked image: the bundle must be the one it was baked for (never half-used).
+    digests = bundle_digests(bundle)
+    state, manifest = baked_check(getattr(opts, 'manifest', DEFAULTS['manifest']), digests, settings)
+    timings['baked'] = state == 'skip'
+    baked_roles = ()
+    if state == 'refuse':
+        log('pull: refusing this image: %s; slurmd stays stopped', manifest)
+        report_failure(ctl, doc.get('id'), name, manifest, log)
+        return 1, timings
+    if state == 'full':
+        log('pull: baked image (bundle %s): settings changed since the bake: the baked roles run again',
+            str(manifest.get('bundle_digest'))[:12])
+    elif state == 'skip':
+        baked_roles = [role for role in manifest.get('roles') or [] if role in BAKED_ROLES]
+        log('pull: baked image current (bundle %s): skipping the baked roles %s',
+            digests['bundle_digest'][:12], ', '.join(baked_roles) or '(none)')
 
     answer = retry(lambda: ctl.request('POST', '/v1/join', body=dict(instance_id=doc.get('id'), name=name), privileged=True),
                    6, 10, log, 'joining')
@@ -487,7 +601,13 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     lap('join')
 
     try:
-        venv = venv_fn(opts.prefix, settings, log)
+        baked_venv = manifest.get('venv') if state == 'skip' else None
+        if baked_venv and manifest.get('ansible_core') == settings.get('ansible_core', 'ansible-core') \
+                and os.path.exists(os.path.join(baked_venv, 'bin', 'ansible-playbook')):
+            log('ansible: the baked %s in %s', manifest['ansible_core'], baked_venv)
+            venv = baked_venv
+        else:
+            venv = venv_fn(opts.prefix, settings, log)
         lap('ansible')
         write_inventory(bundle, name)
         extra = [os.path.join(bundle, 'node-vars.yml'), secrets]
@@ -501,7 +621,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         with open(local, 'w') as f:
             json.dump(local_vars, f)
         extra.append(local)
-        rc = configure_fn(configure_command(venv, bundle, name, settings, extra), bundle, log, opts.log_file)
+        rc = configure_fn(configure_command(venv, bundle, name, settings, extra, baked_roles), bundle, log, opts.log_file)
         lap('configure')
     finally:
         os.remove(secrets)
@@ -540,6 +660,109 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     return 0, timings
 
 
+# --bake: make this machine the image that nodes boot from ---------------------------------------
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.remove(path)
+    else:
+        return False
+    return True
+
+
+def bake_clean(opts, log, run=subprocess.run):
+    """Remove what must not be in an image: the bundle, the pull's state and log, host keys, the machine id,
+    cloud-init's state and logs, Ansible's, the journal, /tmp. Paths outside the pull's own folders are taken
+    under opts.root (for tests); the journal only when it is /."""
+    def under(pattern):
+        return sorted(glob.glob(os.path.join(opts.root, pattern.lstrip('/'))))
+    paths = [os.path.join(opts.prefix, 'bundle'), os.path.join(opts.prefix, 'bundle.tar.gz'), opts.log_file]
+    paths += sorted(glob.glob(os.path.join(opts.state_dir, '*')))
+    for pattern in ('/etc/ssh/ssh_host_*', '/var/lib/dbus/machine-id', '/var/lib/cloud/instances', '/var/lib/cloud/instance',
+                    '/var/log/cloud-init*.log', '/root/.ansible', '/tmp/*'):
+        paths += under(pattern)
+    removed = [path for path in paths if _remove(path)]
+    machine_id = os.path.join(opts.root, 'etc/machine-id')
+    if os.path.exists(machine_id):
+        open(machine_id, 'w').close()  # empty: systemd makes a new one at the first boot
+        removed.append(machine_id + ' (emptied)')
+    if os.path.realpath(opts.root) == '/':
+        for argv in (['journalctl', '--rotate'], ['journalctl', '--vacuum-time=1s']):
+            proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+            if proc.returncode != 0:
+                log('bake: %s failed: %s', ' '.join(argv), proc.stdout.decode('utf-8', 'replace').strip())
+    log('bake: cleaned %d paths: %s', len(removed), ' '.join(removed))
+    return removed
+
+
+def write_manifest(path, manifest):
+    folder = os.path.dirname(path)
+    if folder and not os.path.isdir(folder):
+        os.makedirs(folder, 0o755)
+    fd = os.open(path + '.tmp', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with os.fdopen(fd, 'w') as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.write('\n')
+    os.chmod(path + '.tmp', 0o644)
+    os.rename(path + '.tmp', path)
+
+
+def bake(opts, log, venv_fn=make_venv, configure_fn=run_configure, run=subprocess.run):
+    """On the builder, as root: the baked roles from the bundle against this machine (no join: no secret),
+    then the manifest, then the cleaning. (rc, manifest)."""
+    bundle = os.path.join(opts.prefix, 'bundle')
+    if os.path.isdir(bundle):
+        shutil.rmtree(bundle)
+    os.makedirs(bundle)
+    safe_extract(opts.bake, bundle)
+    with open(os.path.join(bundle, 'pull.json')) as f:
+        settings = json.load(f)
+    digests = bundle_digests(bundle)
+    log('bake: bundle %s (%s, lock %s)', digests['bundle_digest'][:12], collection_label(settings), digests['lock_digest'][:12])
+    venv = venv_fn(opts.prefix, settings, log)
+    write_inventory(bundle, 'bake')
+    local = os.path.join(bundle, 'local-vars.json')
+    with open(local, 'w') as f:
+        json.dump(dict(ocigpu_lock_file=os.path.join(bundle, 'ocigpu.lock.yml'),
+                       ocigpu_artifacts_strict=bool(settings.get('artifacts_strict', False))), f)
+    # The playbook writes the roles that ran (as their configure_* switches and the skip tags leave them) here.
+    result = os.path.join(opts.state_dir, 'bake.json')
+    options = ['-e', 'ocigpu_bake_result_file=' + result]
+    if settings.get('skip_tags'):
+        options += ['--skip-tags', ','.join(settings['skip_tags'])]
+    argv = playbook_command(venv, bundle, BAKE_PLAYBOOK, options, [os.path.join(bundle, 'node-vars.yml'), local])
+    rc = configure_fn(argv, bundle, log, opts.log_file)
+    if rc != 0:
+        log('bake: %s failed (exit %d); no manifest written; the output is in %s', BAKE_PLAYBOOK, rc, opts.log_file)
+        return rc, None
+    try:
+        with open(result) as f:
+            ran = json.load(f).get('roles') or []
+    except (IOError, ValueError) as exc:
+        raise PullError('%s left no list of the roles it ran in %s (%s)' % (BAKE_PLAYBOOK, result, exc))
+    manifest = dict(format=1, cluster=opts.cluster or settings.get('cluster_name') or '', collection=collection_label(settings),
+                    roles=[role for role in BAKED_ROLES if role in ran], baked_at=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+                    venv=venv, ansible_core=settings.get('ansible_core', 'ansible-core'), **digests)
+    write_manifest(opts.manifest, manifest)
+    log('bake: wrote %s (roles %s)', opts.manifest, ', '.join(manifest['roles']) or 'none')
+    log.path = None  # the log file goes with the cleaning
+    bake_clean(opts, log, run=run)
+    return 0, manifest
+
+
+def print_digest(archive):
+    """--digest: the bundle's four digests as JSON (the bake playbook tags the image with bundle_digest)."""
+    folder = tempfile.mkdtemp(prefix='ocigpu-digest-')
+    try:
+        safe_extract(archive, folder)
+        print(json.dumps(bundle_digests(folder), indent=1, sort_keys=True))
+    finally:
+        shutil.rmtree(folder)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='ocigpu-pull', description='Configure this GPU node from its controller.')
     parser.add_argument('--imds-url', default=os.environ.get('OCIGPU_IMDS_URL') or DEFAULTS['imds_url'])
@@ -550,11 +773,28 @@ def main(argv=None):
     parser.add_argument('--state-dir', default=DEFAULTS['state_dir'])
     parser.add_argument('--log-file', default=DEFAULTS['log_file'])
     parser.add_argument('--timeout', type=int, default=DEFAULTS['timeout'])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument('--bake', metavar='BUNDLE.tar.gz', help='configure this machine as a baked image (on the builder, as root)')
+    mode.add_argument('--digest', metavar='BUNDLE.tar.gz', help="print the bundle's digests as JSON and exit")
+    parser.add_argument('--cluster', default='', help="--bake: the cluster's name for the manifest")
+    parser.add_argument('--manifest', default=DEFAULTS['manifest'], help='the baked image manifest (default %(default)s)')
+    parser.add_argument('--root', default=DEFAULTS['root'], help='--bake: clean the system files under this folder')
     opts = parser.parse_args(argv)
+    if opts.digest:
+        return print_digest(opts.digest)
     for d in (opts.prefix, opts.state_dir):
         if not os.path.isdir(d):
             os.makedirs(d, 0o700)
     log = Log(opts.log_file)
+    if opts.bake:
+        try:
+            rc, manifest = bake(opts, log)
+        except PullError as exc:
+            log('bake: failed: %s', exc)
+            return 1
+        if manifest:
+            print(json.dumps(manifest, indent=1, sort_keys=True))
+        return rc
     try:
         rc, timings = pull(opts, log)
     except PullError as exc:

@@ -317,7 +317,8 @@ def test_bundle_members_that_leave_the_folder_are_refused(tmp_path):
 
 def opts_for(tmp_path, **kw):
     base = dict(imds_url='http://imds.invalid/opc/v2', wait=30, poll=1, prefix=str(tmp_path / 'prefix'),
-                state_dir=str(tmp_path / 'state'), log_file=str(tmp_path / 'pull.log'), timeout=10)
+                state_dir=str(tmp_path / 'state'), log_file=str(tmp_path / 'pull.log'), timeout=10,
+                manifest=str(tmp_path / 'baked.json'))  # not this machine's /etc/ocigpu/baked.json
     base.update(kw)
     os.makedirs(base['prefix'], exist_ok=True)
     return SimpleNamespace(**base)

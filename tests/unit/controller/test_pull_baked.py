@@ -1,0 +1,323 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node's pull on a baked image: the bundle's digests, the manifest check (refused, run in full,
+the baked roles skipped), --bake on a builder (in a folder standing for its root) and --digest."""
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import pathlib
+import shutil
+import tarfile
+from types import SimpleNamespace
+
+import pytest
+
+_PROGRAM = pathlib.Path(__file__).resolve().parents[3] / 'roles' / 'slurm_autoscaler' / 'files' / 'ocigpu_pull.py'
+_spec = importlib.util.spec_from_file_location('ocigpu_pull_baked', str(_PROGRAM))
+ocigpu_pull = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ocigpu_pull)
+
+CORE = 'ansible-core==2.19.14'
+BAKED = ['containerd_rootless', 'enroot', 'pyxis', 'rdma_exporter']
+FILES = {
+    'pull.json': json.dumps(dict(ansible_core=CORE, skip_tags=['nvme_scratch'], playbook='ocigpu.cluster.configure',
+                                 collections=['ocigpu.cluster 1.2.3', 'ansible.posix 2.0.0'])),
+    'node-vars.yml': 'slurm_cluster_name: as\n',
+    'ocigpu.lock.yml': 'artifacts:\n  enroot: {sha256: aa}\n',
+    'collections/ansible_collections/ocigpu/cluster/MANIFEST.json': '{"collection_info": {"version": "1.2.3"}}',
+    'collections/ansible_collections/ocigpu/cluster/roles/enroot/tasks/main.yml': '- name: enroot\n',
+    'collections/ansible_collections/ansible/posix/plugins/modules/mount.py': '# mount\n',
+}
+
+
+def make_bundle(path, **changes):
+    """A bundle as build-pull-bundle.sh lays it out; changes: {member: text} (None: left out)."""
+    files = dict(FILES, **changes)
+    with tarfile.open(str(path), 'w:gz') as tar:
+        for name in sorted(files):
+            if files[name] is None:
+                continue
+            data = files[name].encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+def digests_of(tmp_path, **changes):
+    folder = tmp_path / ('x%d' % len(list(tmp_path.iterdir())))
+    folder.mkdir()
+    ocigpu_pull.safe_extract(make_bundle(tmp_path / (folder.name + '.tar.gz'), **changes), str(folder))
+    return ocigpu_pull.bundle_digests(str(folder))
+
+
+def test_a_bundles_digests_are_stable_and_follow_the_lock_file_the_collections_and_the_settings(tmp_path):
+    first, again = digests_of(tmp_path), digests_of(tmp_path)
+    assert first == again and set(first) == {'collection_digest', 'lock_digest', 'settings_digest', 'bundle_digest'}
+    assert all(len(v) == 64 and int(v, 16) >= 0 for v in first.values())
+    # Python's byte-code caches are not part of the collection
+    pyc = 'collections/ansible_collections/ansible/posix/plugins/modules/__pycache__/mount.cpython-312.pyc'
+    assert digests_of(tmp_path, **{pyc: 'cache', 'collections/ansible_collections/ocigpu/cluster/x.pyc': 'c'}) == first
+
+    def changed(**changes):
+        other = digests_of(tmp_path, **changes)
+        assert other['bundle_digest'] != first['bundle_digest']
+        return sorted(k for k in first if k != 'bundle_digest' and other[k] != first[k])
+    assert changed(**{'ocigpu.lock.yml': 'artifacts:\n  enroot: {sha256: bb}\n'}) == ['lock_digest']
+    assert changed(**{'collections/ansible_collections/ocigpu/cluster/roles/enroot/tasks/main.yml': '- name: other\n'}) \
+        == ['collection_digest']
+    # a file renamed, same bytes
+    assert changed(**{'collections/ansible_collections/ansible/posix/plugins/modules/mount.py': None,
+                      'collections/ansible_collections/ansible/posix/plugins/modules/mount2.py': '# mount\n'}) == ['collection_digest']
+    assert changed(**{'node-vars.yml': 'slurm_cluster_name: bs\n'}) == ['settings_digest']
+    assert changed(**{'pull.json': FILES['pull.json'].replace('nvme_scratch', 'firewall')}) == ['settings_digest']
+    # the boundary between node-vars.yml and pull.json counts
+    assert digests_of(tmp_path, **{'node-vars.yml': 'a', 'pull.json': 'b'})['settings_digest'] \
+        != digests_of(tmp_path, **{'node-vars.yml': 'ab', 'pull.json': ''})['settings_digest']
+
+
+# The pull against a controller that serves the bundle and records what it is told -------------------
+
+class FakeController(object):
+    def __init__(self, archive):
+        self.archive = archive
+        self.calls = []
+
+    def __call__(self, server, cert, timeout=60):
+        return self
+
+    def request(self, method, path, body=None, out=None, privileged=False):
+        self.calls.append((method, path, body))
+        if path == '/v1/bundle':
+            shutil.copyfile(self.archive, out)
+            return out
+        if path == '/v1/join':
+            return dict(name='gpu-1', conf_server='10.0.0.2:6817', munge_key_b64='bXVuZ2U=')
+        return dict(name='gpu-1', request='r1', message=body['message'])
+
+
+DOC = dict(id='ocid1.instance.oc1..x', freeformTags={'ocigpu-slurm-node': 'gpu-1', 'ocigpu-pull-server': '10.0.0.2:8740',
+                                                     'ocigpu-pull-cert': 'ab' * 32})
+
+
+def baked_node(tmp_path, manifest_changes=None, bundle_changes=None, venv_core=CORE, manifest_text=None):
+    """A pull on an image whose manifest is the one --bake writes for the bundle, with manifest_changes;
+    what it ran, told and logged."""
+    archive = make_bundle(tmp_path / 'served.tar.gz', **(bundle_changes or {}))
+    baked_venv = tmp_path / 'baked-venv'
+    (baked_venv / 'bin').mkdir(parents=True)
+    (baked_venv / 'bin' / 'ansible-playbook').write_text('')
+    manifest = None
+    if manifest_changes is not None:
+        manifest = dict(format=1, cluster='as', collection='ocigpu.cluster 1.2.3', roles=BAKED, baked_at='2026-11-29T04:00:00Z',
+                        venv=str(baked_venv), ansible_core=venv_core, **digests_of(tmp_path))
+        manifest.update(manifest_changes)
+        (tmp_path / 'baked.json').write_text(json.dumps(manifest))
+    if manifest_text is not None:
+        (tmp_path / 'baked.json').write_text(manifest_text)
+    opts = SimpleNamespace(imds_url='http://imds.invalid/opc/v2', wait=30, poll=1, prefix=str(tmp_path / 'prefix'),
+                           state_dir=str(tmp_path / 'state'), log_file=str(tmp_path / 'pull.log'), timeout=10,
+                           manifest=str(tmp_path / 'baked.json'))
+    os.makedirs(opts.prefix)
+    ctl = FakeController(archive)
+    seen = SimpleNamespace(configure=[], venvs=[], started=[], ctl=ctl)
+
+    def venv_fn(prefix, settings, log):
+        seen.venvs.append(prefix)
+        return '/venv'
+
+    def configure(argv, bundle, log, log_file):
+        seen.configure.append(argv)
+        return 0
+    seen.rc, seen.timings = ocigpu_pull.pull(opts, ocigpu_pull.Log(opts.log_file), fetch_imds=lambda url: DOC, controller_cls=ctl,
+                                             venv_fn=venv_fn, configure_fn=configure, start_fn=lambda log: seen.started.append(1) or 0,
+                                             check_fn=lambda log: (0, ''))
+    seen.log = open(opts.log_file).read()
+    seen.manifest = manifest
+    return seen
+
+
+def skipped(argv):
+    return argv[argv.index('--skip-tags') + 1].split(',') if '--skip-tags' in argv else []
+
+
+@pytest.mark.parametrize('digest', ['lock_digest', 'collection_digest'])
+def test_a_baked_image_for_another_lock_file_or_collection_is_refused_and_nothing_runs(tmp_path, digest):
+    node = baked_node(tmp_path, {digest: 'f' * 64})
+    assert node.rc == 1 and node.timings['baked'] is False
+    assert node.configure == [] and node.venvs == [] and node.started == []
+    # no join (no secret fetched), one report to the controller, with the reason in one line
+    assert [c[:2] for c in node.ctl.calls] == [('GET', '/v1/bundle'), ('POST', '/v1/failed')]
+    message = node.ctl.calls[-1][2]['message']
+    assert node.ctl.calls[-1][2]['name'] == 'gpu-1' and node.ctl.calls[-1][2]['instance_id'] == DOC['id']
+    ours = node.manifest['lock_digest'] if digest == 'collection_digest' else digests_of(tmp_path)['lock_digest']
+    theirs = 'f' * 12 if digest == 'lock_digest' else ours
+    assert message.startswith('baked image made for ocigpu.cluster 1.2.3')
+    assert ' lock %s, this cluster serves ocigpu.cluster 1.2.3' % theirs[:12] in message
+    assert message.endswith(' lock %s: re-bake (ansible-playbook ocigpu.cluster.bake) or give the node template the stock image'
+                            % ours[:12])
+    if digest == 'collection_digest':
+        # same version, other files: the message says so rather than naming one version twice
+        assert 'ocigpu.cluster 1.2.3 files ffffffffffff lock' in message
+    assert len(message) <= 300  # what the controller keeps of it
+    assert 'pull: refusing this image: baked image made for' in node.log and 'slurmd stays stopped' in node.log
+
+
+def test_a_baked_image_of_another_collection_version_names_both(tmp_path):
+    node = baked_node(tmp_path, dict(collection='ocigpu.cluster 1.2.2', collection_digest='e' * 64))
+    message = node.ctl.calls[-1][2]['message']
+    assert message.startswith('baked image made for ocigpu.cluster 1.2.2 lock ') and 'serves ocigpu.cluster 1.2.3 lock' in message
+    assert node.rc == 1 and node.configure == []
+
+
+def test_a_current_baked_image_skips_the_baked_roles_and_uses_the_baked_venv(tmp_path):
+    node = baked_node(tmp_path, {})
+    assert node.rc == 0 and node.timings['baked'] is True and node.started == [1]
+    argv, = node.configure
+    assert argv[:2] == [str(tmp_path / 'baked-venv' / 'bin' / 'ansible-playbook'), 'ocigpu.cluster.configure']
+    assert node.venvs == []
+    # the bundle's own skip tags first, then the baked roles
+    assert skipped(argv) == ['nvme_scratch'] + BAKED
+    assert [c[1] for c in node.ctl.calls] == ['/v1/bundle', '/v1/join']
+    assert 'pull: baked image current (bundle %s): skipping the baked roles containerd_rootless, enroot, pyxis, rdma_exporter' % (
+        node.manifest['bundle_digest'][:12]) in node.log
+    assert 'ansible: the baked %s in %s' % (CORE, tmp_path / 'baked-venv') in node.log
+
+
+def test_a_current_baked_image_skips_only_the_roles_it_baked(tmp_path):
+    node = baked_node(tmp_path, dict(roles=['enroot', 'pyxis', 'slurm']))
+    assert skipped(node.configure[0]) == ['nvme_scratch', 'enroot', 'pyxis']
+
+
+def test_a_baked_venv_of_another_ansible_core_is_made_again(tmp_path):
+    node = baked_node(tmp_path, {}, venv_core='ansible-core==2.18.0')
+    assert node.rc == 0 and node.venvs == [str(tmp_path / 'prefix')]
+    assert node.configure[0][0] == '/venv/bin/ansible-playbook' and skipped(node.configure[0]) == ['nvme_scratch'] + BAKED
+
+
+def test_settings_changed_since_the_bake_run_the_baked_roles_again(tmp_path):
+    node = baked_node(tmp_path, {}, bundle_changes={'node-vars.yml': 'slurm_cluster_name: as\ncluster_users: true\n'})
+    assert node.rc == 0 and node.timings['baked'] is False
+    assert skipped(node.configure[0]) == ['nvme_scratch']
+    assert 'settings changed since the bake: the baked roles run again' in node.log
+
+
+def test_without_a_manifest_the_pull_is_as_before(tmp_path):
+    node = baked_node(tmp_path)
+    assert node.rc == 0 and node.timings['baked'] is False and skipped(node.configure[0]) == ['nvme_scratch']
+    assert 'baked' not in node.log
+
+
+def test_an_unreadable_manifest_is_refused(tmp_path):
+    node = baked_node(tmp_path, manifest_text='{"format": 1, ')
+    assert node.rc == 1 and node.configure == [] and node.venvs == []
+    message = node.ctl.calls[-1][2]['message']
+    assert message.startswith('baked image manifest %s unreadable' % (tmp_path / 'baked.json'))
+    assert message.endswith('give the node template the stock image')
+
+
+# --bake on a builder, its root a temporary folder -------------------------------------------------
+
+def builder_root(root):
+    for rel, text in (('etc/ssh/ssh_host_ed25519_key', 'private'), ('etc/ssh/ssh_host_ed25519_key.pub', 'public'),
+                      ('etc/ssh/sshd_config', 'Port 22\n'), ('etc/machine-id', 'abc123\n'), ('var/lib/dbus/machine-id', 'abc123\n'),
+                      ('var/lib/cloud/instances/ocid1.instance.oc1..b/user-data.txt', '#!/bin/bash\n'),
+                      ('var/log/cloud-init.log', 'log'), ('var/log/cloud-init-output.log', 'log'), ('var/log/messages', 'kept'),
+                      ('root/.ansible/tmp/x', 'x'), ('tmp/bundle.tar.gz', 'x'), ('tmp/ansible-local/y', 'y'),
+                      ('home/opc/.ssh/authorized_keys', 'ssh-ed25519 AAAA operator\n')):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    os.symlink('/var/lib/cloud/instances/ocid1.instance.oc1..b', str(root / 'var/lib/cloud/instance'))
+
+
+def bake_opts(tmp_path, archive, cluster='as'):
+    root = tmp_path / 'root'
+    builder_root(root)
+    opts = SimpleNamespace(bake=archive, cluster=cluster, manifest=str(root / 'etc/ocigpu/baked.json'), root=str(root),
+                           prefix=str(root / 'opt/ocigpu-pull'), state_dir=str(root / 'var/lib/ocigpu-pull'),
+                           log_file=str(root / 'var/log/ocigpu-pull.log'))
+    for folder in (opts.prefix, opts.state_dir):
+        os.makedirs(folder)
+    open(os.path.join(opts.prefix, 'bundle.tar.gz'), 'w').close()
+    return opts
+
+
+def test_bake_runs_the_bake_playbook_writes_the_manifest_then_cleans(tmp_path):
+    opts = bake_opts(tmp_path, make_bundle(tmp_path / 'served.tar.gz'))
+    root = pathlib.Path(opts.root)
+    runs, commands = [], []
+
+    def venv_fn(prefix, settings, log):
+        os.makedirs(os.path.join(prefix, 'venv', 'bin'))
+        return os.path.join(prefix, 'venv')
+
+    def configure(argv, bundle, log, log_file):
+        runs.append(dict(argv=argv, inventory=open(os.path.join(bundle, 'inventory.ini')).read(),
+                         local=json.load(open(os.path.join(bundle, 'local-vars.json')))))
+        log('bake run: %s', ' '.join(argv))
+        result = argv[argv.index('-e') + 1].split('=', 1)[1]
+        with open(result, 'w') as f:
+            json.dump(dict(roles=['pyxis', 'containerd_rootless', 'enroot'], packages=['slurm']), f)
+        return 0
+    rc, manifest = ocigpu_pull.bake(opts, ocigpu_pull.Log(opts.log_file), venv_fn=venv_fn, configure_fn=configure,
+                                    run=lambda argv, **kw: commands.append(argv))
+    assert rc == 0
+    run, = runs
+    venv = os.path.join(opts.prefix, 'venv')
+    bundle = os.path.join(opts.prefix, 'bundle')
+    assert run['argv'][:4] == [venv + '/bin/ansible-playbook', 'ocigpu.cluster.bake_node', '-i', bundle + '/inventory.ini']
+    assert run['argv'][4:] == ['-e', 'ocigpu_bake_result_file=' + opts.state_dir + '/bake.json', '--skip-tags', 'nvme_scratch',
+                               '-e', '@' + bundle + '/node-vars.yml', '-e', '@' + bundle + '/local-vars.json']
+    assert run['inventory'].startswith('[gpu_nodes]\nbake ansible_connection=local')
+    assert run['local'] == dict(ocigpu_lock_file=bundle + '/ocigpu.lock.yml', ocigpu_artifacts_strict=False)
+    assert not any('join' in a or 'munge' in a for a in run['argv'])
+    written = json.loads((root / 'etc/ocigpu/baked.json').read_text())
+    assert written == manifest
+    assert oct(os.stat(opts.manifest).st_mode & 0o777) == '0o644'
+    assert set(written) == {'format', 'cluster', 'collection', 'collection_digest', 'lock_digest', 'settings_digest', 'roles',
+                            'bundle_digest', 'baked_at', 'venv', 'ansible_core'}
+    assert written['format'] == 1 and written['cluster'] == 'as' and written['collection'] == 'ocigpu.cluster 1.2.3'
+    assert written['roles'] == ['containerd_rootless', 'enroot', 'pyxis'] and written['venv'] == venv
+    assert written['ansible_core'] == CORE and written['baked_at'].endswith('Z')
+    assert {k: written[k] for k in ('collection_digest', 'lock_digest', 'settings_digest', 'bundle_digest')} == digests_of(tmp_path)
+    # the cleaning
+    gone = ['opt/ocigpu-pull/bundle', 'opt/ocigpu-pull/bundle.tar.gz', 'var/lib/ocigpu-pull/bake.json', 'var/log/ocigpu-pull.log',
+            'etc/ssh/ssh_host_ed25519_key', 'etc/ssh/ssh_host_ed25519_key.pub', 'var/lib/dbus/machine-id', 'var/lib/cloud/instances',
+            'var/lib/cloud/instance', 'var/log/cloud-init.log', 'var/log/cloud-init-output.log', 'root/.ansible',
+            'tmp/bundle.tar.gz', 'tmp/ansible-local']
+    assert [rel for rel in gone if os.path.lexists(str(root / rel))] == []
+    assert (root / 'etc/machine-id').read_text() == ''
+    kept = ['etc/ssh/sshd_config', 'var/log/messages', 'home/opc/.ssh/authorized_keys', 'opt/ocigpu-pull/venv/bin', 'tmp',
+            'etc/ocigpu/baked.json']
+    assert [rel for rel in kept if not (root / rel).exists()] == []
+    assert commands == []  # the journal is the real machine's: vacuumed only when the root is /
+
+
+def test_a_failed_bake_writes_no_manifest_and_cleans_nothing(tmp_path):
+    opts = bake_opts(tmp_path, make_bundle(tmp_path / 'served.tar.gz'))
+    rc, manifest = ocigpu_pull.bake(opts, ocigpu_pull.Log(opts.log_file), venv_fn=lambda *a: '/venv',
+                                    configure_fn=lambda *a: 2, run=lambda argv, **kw: pytest.fail('no cleaning'))
+    assert rc == 2 and manifest is None and not os.path.exists(opts.manifest)
+    assert os.path.exists(os.path.join(opts.root, 'etc/ssh/ssh_host_ed25519_key'))
+    assert 'ocigpu.cluster.bake_node failed (exit 2); no manifest written' in open(opts.log_file).read()
+
+
+def test_digest_prints_the_digests_the_bake_writes_for_the_same_bundle(tmp_path, capsys):
+    archive = make_bundle(tmp_path / 'served.tar.gz')
+    assert ocigpu_pull.main(['--digest', archive]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    opts = bake_opts(tmp_path, archive)
+
+    def configure(argv, bundle, log, log_file):
+        with open(argv[argv.index('-e') + 1].split('=', 1)[1], 'w') as f:
+            json.dump(dict(roles=BAKED), f)
+        return 0
+    rc, manifest = ocigpu_pull.bake(opts, ocigpu_pull.Log(opts.log_file), venv_fn=lambda *a: '/venv', configure_fn=configure,
+                                    run=lambda argv, **kw: None)
+    assert rc == 0 and printed == {k: manifest[k] for k in ('collection_digest', 'lock_digest', 'settings_digest', 'bundle_digest')}
+    # and a node pulling this bundle on that image finds it current
+    state, found = ocigpu_pull.baked_check(opts.manifest, printed, json.loads(FILES['pull.json']))
+    assert state == 'skip' and found['roles'] == BAKED
