@@ -450,7 +450,11 @@ class PlanCheck(_preflight.Preflight):
     def _source_for_static_nodes(self, rows):
         """checks.capacity_source, and the refusal or warning about where the new static nodes go."""
         gpu = self.checks['gpu']
-        now = gpu.get('new') or 0
+        now, peak = gpu.get('new') or 0, gpu.get('new_at_peak') or 0
+        known = [r['hosts_free'] for r in rows if r['name'] not in self.refused and r['hosts_free'] is not None]
+        if self.sources is not None and self.p['autoscaling'] and peak > now and known and sum(known) < peak:
+            self.warnings.append('autoscaling_max_nodes: at its peak the cluster adds %d %s node(s); the capacity sources '
+                                 'show %d free now, so on-demand nodes may wait for capacity' % (peak, self.p['gpu_shape'], sum(known)))
         if not now or (gpu.get('existing') and gpu.get('kind') == 'cluster_network'):
             return  # nothing new, or a resize: the new nodes join the cluster network where it is
         usable = [r for r in rows if r['name'] not in self.refused]

@@ -465,9 +465,11 @@ def test_a_static_plan_no_source_holds_is_refused_with_the_table(three_ads, chec
         '(ACTIVE, 2 reserved, 1 used); ad-2 (on-demand, %s): 3 free (capacity report: AVAILABLE)'
         % (ad1.split(':')[-1], ad2.split(':')[-1])]
     assert result['checks']['capacity_source'] is None
-    # On-demand nodes alone: the table, no refusal.
+    # On-demand nodes alone: the table, no refusal; a warning when the sources hold fewer than the peak.
     ondemand = check(autoscaling=True, gpu_node_count=0, capacity_sources=sources)
     assert ondemand['problems'] == [] and _rows(ondemand)[1] == ('ad-2', 'on-demand', ad2, 3)
+    assert ('autoscaling_max_nodes: at its peak the cluster adds 8 BM.GPU4.8 node(s); the capacity sources show 4 free '
+            'now, so on-demand nodes may wait for capacity') in warnings(ondemand)
 
 
 @pytest.mark.parametrize('given, reason', [
