@@ -781,7 +781,11 @@ def main(argv=None):
     parser.add_argument('--root', default=DEFAULTS['root'], help='--bake: clean the system files under this folder')
     opts = parser.parse_args(argv)
     if opts.digest:
-        return print_digest(opts.digest)
+        try:
+            return print_digest(opts.digest)
+        except (PullError, EnvironmentError, tarfile.TarError) as exc:
+            sys.stderr.write('ocigpu-pull: --digest %s: %s\n' % (opts.digest, exc))
+            return 1
     for d in (opts.prefix, opts.state_dir):
         if not os.path.isdir(d):
             os.makedirs(d, 0o700)
@@ -789,7 +793,7 @@ def main(argv=None):
     if opts.bake:
         try:
             rc, manifest = bake(opts, log)
-        except PullError as exc:
+        except (PullError, EnvironmentError, tarfile.TarError) as exc:
             log('bake: failed: %s', exc)
             return 1
         if manifest:

@@ -321,3 +321,29 @@ def test_digest_prints_the_digests_the_bake_writes_for_the_same_bundle(tmp_path,
     # and a node pulling this bundle on that image finds it current
     state, found = ocigpu_pull.baked_check(opts.manifest, printed, json.loads(FILES['pull.json']))
     assert state == 'skip' and found['roles'] == BAKED
+
+
+def test_the_command_line_bakes_and_prints_the_manifest_and_says_why_it_cannot(tmp_path, capsys, monkeypatch):
+    archive = make_bundle(tmp_path / 'served.tar.gz')
+    opts = bake_opts(tmp_path, archive)
+    real = ocigpu_pull.bake
+
+    def configure(argv, bundle, log, log_file):
+        with open(argv[argv.index('-e') + 1].split('=', 1)[1], 'w') as f:
+            json.dump(dict(roles=['enroot']), f)
+        return 0
+    monkeypatch.setattr(ocigpu_pull, 'bake', lambda o, log: real(o, log, venv_fn=lambda *a: '/venv', configure_fn=configure))
+    args = ['--prefix', opts.prefix, '--state-dir', opts.state_dir, '--log-file', opts.log_file, '--manifest', opts.manifest,
+            '--root', opts.root]
+    assert ocigpu_pull.main(['--bake', archive, '--cluster', 'prod'] + args) == 0
+    printed = capsys.readouterr().out
+    manifest = json.loads(printed[printed.index('\n{') + 1:])
+    assert manifest == json.load(open(opts.manifest)) and manifest['cluster'] == 'prod' and manifest['roles'] == ['enroot']
+    # a bake is no pull: no marker that would keep the image's nodes from pulling, no timings
+    assert os.listdir(opts.state_dir) == []
+    assert ocigpu_pull.main(['--bake', str(tmp_path / 'missing.tar.gz')] + args) == 1
+    assert 'bake: failed: ' in capsys.readouterr().out
+    assert ocigpu_pull.main(['--digest', str(tmp_path / 'missing.tar.gz')]) == 1
+    assert '--digest %s: ' % (tmp_path / 'missing.tar.gz') in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ocigpu_pull.main(['--digest', archive, '--bake', archive])
