@@ -16,7 +16,7 @@ import tarfile
 import oci
 import pytest
 
-from tests.integration._helpers import COLLECTION_PLAYBOOKS, ROOT, admin, clients, mutations, playbook, ssh_public_key
+from tests.integration._helpers import COLLECTION_PLAYBOOKS, ROOT, admin, clients, everything, mutations, playbook, ssh_public_key
 
 pytestmark = pytest.mark.slow
 
@@ -121,3 +121,29 @@ def test_adopted_by_digest_pruned_and_predicted(simulator, tmp_path):
     out = playbook(BAKE, simulator, tmp_path, **cluster)['stdout']
     assert mutations(simulator) == 0, admin(simulator, 'GET', '/calls')
     assert 'kept 2 images of cluster bake; deleted 0' in out
+
+
+def test_a_failed_bake_terminates_the_builder(tmp_path):
+    """The builder never answers SSH (its bastion's public address, in 198.19.250.0/24, has no host): the bake fails,
+    and the builder is terminated all the same; no image is made."""
+    proc = subprocess.Popen([sys.executable, '-m', 'tests.ocisim', '--port', '0', '--scale', '0.01',  # pylint: disable=consider-using-with
+                             '--public-ip-cidr', '198.19.250.0/24', '--write-config', str(tmp_path / 'oci' / 'config')],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        sim = json.loads(proc.stdout.readline())
+        current = bundle(tmp_path / 'bundle.tar.gz', 'enroot_version: 3.5.0\n')
+        setup = tmp_path / 'setup.yml'
+        setup.write_text(SETUP.format(cluster=CLUSTER, key=KEY))
+        playbook(str(setup), sim, tmp_path, digests=[])
+        admin(sim, 'POST', '/calls/reset')
+        out = playbook(BAKE, sim, tmp_path, fail=True, cluster_name=CLUSTER, ssh_source_cidrs=['203.0.113.0/24'],
+                       ssh_authorized_keys=[KEY], ocigpu_bake_bundle_file=str(tmp_path / 'bundle.tar.gz'), boot_wait_timeout=5)['stdout']
+        assert 'bake digest %s' % current['bundle_digest'][:12] in out
+        assert 'The bake failed at "Wait until the builder answers SSH"' in out
+        assert 'TASK [Terminate the builder]' in out
+        calls = admin(sim, 'GET', '/calls')
+        assert calls.get('POST /instances') == 1 and not calls.get('POST /images'), calls
+        assert [i.display_name for i in everything(sim)['instances']] == ['bake-bastion']
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
