@@ -292,7 +292,7 @@ def _leave(plan, name, why):
 
 
 def _capacity_or_fail(plan, name, rec, message, why, now, conf):
-    if 'out of host capacity' in message.lower():
+    if 'out of host capacity' in message.lower() or 'waiting for capacity' in message.lower():
         _leave(plan, name, 'no host for a new instance (%s); left drained, nothing else is tried' % message)
     else:
         _fail(plan, name, rec, why, now, conf)

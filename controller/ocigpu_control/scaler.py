@@ -36,8 +36,10 @@ Hostlist syntax is _hostlist's; the programs' command line (main) is programs.py
 from __future__ import annotations
 
 import re
+import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch, _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import ON_DEMAND, ad_suffix, describe_failure, is_stock_out
 from ansible_collections.ocigpu.cluster.plugins.module_utils._cluster import LIVE_NODE_STATES
 from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _natural, compress_hostlist, expand_hostlist
 from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import place_of
@@ -53,7 +55,18 @@ NODE_TAG = 'ocigpu-slurm-node'  # on each instance: its Slurm name, read by the 
 AUTOSCALER_TAG = 'ocigpu-autoscaler'
 PULL_SERVER_TAG = 'ocigpu-pull-server'  # on each instance, with PULL_CERT_TAG: where its pull path finds the controller
 PULL_CERT_TAG = 'ocigpu-pull-cert'
+SOURCE_TAG = 'ocigpu-capacity-source'  # on each cluster network it makes: the capacity source its hosts come from
 MAX_TAG_VALUE = 256  # OCI's limit on a freeform tag value
+
+
+def epoch_seconds():
+    """Now in seconds since the epoch: the clock of the cooldowns in the state file (tests put the simulator's here)."""
+    return time.time()
+
+
+def clock_time(epoch):
+    """HH:MM:SS (UTC) of a time in seconds since the epoch, as the log and the jobs' comments give a cooldown's end."""
+    return time.strftime('%H:%M:%S', time.gmtime(epoch))
 
 
 # Configuration -----------------------------------------------------------------------------------
@@ -75,7 +88,39 @@ def check_config(data):
             raise InputError('static.nodes: %s are on-demand nodes too' % compress_hostlist(both))
     if int(config['max_nodes_per_cluster_network']) < 0:
         raise InputError('max_nodes_per_cluster_network: must be 0 (no limit) or more')
+    if int(config['capacity_cooldown']) < 0:
+        raise InputError('capacity_cooldown: must be 0 (no cooldown) or more seconds')
+    config['capacity_sources'] = capacity_sources(config)
     return config
+
+
+def capacity_sources(config):
+    """The configuration's capacity sources, in order: [{name, kind, availability_domain, instance_configuration_id,
+    capacity_reservation_id}]. A configuration without them (written before they existed) has one: the
+    on-demand hosts of availability_domain, with instance_configuration_id, named from the AD (ad-1), marked
+    derived (its cluster networks get no source tag, as before: their source is their AD)."""
+    given = config.get('capacity_sources') or []
+    if not given:
+        ad = config['availability_domain']
+        return [dict(name=ad_suffix(ad) or 'ad-1', kind=ON_DEMAND, availability_domain=ad,
+                     instance_configuration_id=config['instance_configuration_id'], capacity_reservation_id=None,
+                     derived=True)]
+    if not isinstance(given, list):
+        raise InputError('capacity_sources: a list of {name, availability_domain, instance_configuration_id, ...}')
+    found = []
+    for index, item in enumerate(given, 1):
+        if not isinstance(item, dict):
+            raise InputError('capacity_sources[%d]: a dict, not %r' % (index, item))
+        missing = [k for k in ('name', 'availability_domain', 'instance_configuration_id') if not item.get(k)]
+        if missing:
+            raise InputError('capacity_sources[%d]: %s missing' % (index, ', '.join(missing)))
+        found.append(dict(item, kind=item.get('kind') or ON_DEMAND,
+                          capacity_reservation_id=item.get('capacity_reservation_id') or None))
+    names = [source['name'] for source in found]
+    twice = sorted(set(n for n in names if names.count(n) > 1))
+    if twice:
+        raise InputError('capacity_sources: the name(s) %s are given to more than one source' % ', '.join(twice))
+    return found
 
 
 # The autoscaler ----------------------------------------------------------------------------------
@@ -90,6 +135,16 @@ class ResumeFailed(Exception):
         self.message = message
         self.outcome = outcome
         self.details = details
+
+
+class StockOut(Exception):
+    """A source had no host for a cluster network (OCI's reason `reason`); what was made is terminating."""
+
+    def __init__(self, reason, made=None, details=None):
+        super(StockOut, self).__init__(reason)
+        self.reason = reason
+        self.made = made or []
+        self.details = details or {}
 
 
 def _terminated(ids, names):
@@ -118,6 +173,9 @@ class Autoscaler(object):
                              compartment_id=config['compartment_id'], wait=True)
         self.state = StateFile(config['state_file'])
         self.ready_at = None  # listings.mark() when the last resume saw its cluster networks RUNNING
+        # What the last resume's creates met on the way, one entry per cluster network made after a stock-out:
+        # 'reservation r1 full, ad-1 out of host capacity, running in ad-2' (the service puts it in the job's comment).
+        self.capacity_notes = []
 
     # what is in OCI
     def cluster_networks(self, after=None):
@@ -256,24 +314,118 @@ class Autoscaler(object):
         return {PULL_SERVER_TAG: pull['server'], PULL_CERT_TAG: pull['cert_sha256']}
 
     def _create(self, names, what):
+        """One cluster network for the names, in the first capacity source that has the hosts.
+
+        Sources are tried in order; one cooling after a stock-out is skipped (a configuration of one source
+        never cools it: there is nowhere else to go). A stock-out (OCI's answer to the create, or its failed
+        work request) terminates what was made without waiting, cools the source for capacity_cooldown
+        seconds and goes on to the next; any other failure ends the resume (ResumeFailed, as before).
+        No source left: ResumeFailed with details capacity=True, retry_after (seconds until the first
+        cooldown ends, None when none cools) and sources (what each said)."""
         carried = compress_hostlist(names)
         if len(carried) > MAX_TAG_VALUE:
             raise InputError('hostlist: %s is too long for one tag; lower max_nodes_per_cluster_network' % carried)
+        sources = self.config.get('capacity_sources') or capacity_sources(self.config)
+        story, made, last = [], [], None  # what each source said; what was terminated; the last stock-out
+        for source in sources:
+            until = self._cooling_until(source, sources)
+            if until is not None:
+                story.append('%s cooling until %s' % (source['name'], clock_time(until)))
+                continue
+            if last is not None:
+                self._log_stock_out(what, last, source)
+            try:
+                cn = self._create_in(source, names, what)
+            except StockOut as out:
+                made.extend(out.made)
+                story.append(describe_failure(source))
+                last = dict(source=source, reason=out.reason, at=epoch_seconds(), details=out.details,
+                            until=self._cool(source, sources))
+                continue
+            except ResumeFailed as exc:
+                if story:
+                    exc.message = '%s; then %s' % (', '.join(story), exc.message)
+                    exc.args = (exc.message,)
+                raise
+            mapping = self._map(cn, names)
+            if story:
+                note = '%s, running in %s' % (', '.join(story), source['name'])
+                self.capacity_notes.append(note)
+                log.info('resume %s: %s', what, note)
+            return mapping
+        if last is not None:
+            self._log_stock_out(what, last, None)
+        cooling = [u for u in (self._cooling_until(s, sources) for s in sources) if u is not None]
+        retry_after = max(1, int(min(cooling) - epoch_seconds() + 0.999)) if cooling else None
+        if len(sources) == 1 and last is not None:
+            message = 'cluster network %s for %s failed: %s' % (self._display_name(names), carried, last['reason'])
+        else:
+            message = 'waiting for capacity: %s' % ', '.join(story)
+        raise ResumeFailed(message, outcome=_terminated(made, carried), nodes=carried, cleaned_up=True,
+                           capacity=True, retry_after=retry_after, sources=story,
+                           **dict((k, v) for k, v in (last or {}).get('details', {}).items()
+                                  if k not in ('nodes', 'cleaned_up', 'capacity', 'retry_after', 'sources')))
+
+    def _cooling_until(self, source, sources):
+        """When the source's cooldown ends (seconds since the epoch), or None when it is not cooling."""
+        if len(sources) < 2:
+            return None
+        until = (self.state.read().get('cooling') or {}).get(source['name'])
+        return float(until) if until and float(until) > epoch_seconds() else None
+
+    def _cool(self, source, sources):
+        """Count the source's stock-out and cool it for capacity_cooldown seconds (not a lone source); the end or None."""
+        cooldown = int(self.config.get('capacity_cooldown', 600))
+        now = epoch_seconds()
+        until = now + cooldown if len(sources) > 1 and cooldown > 0 else None
+
+        def cool(state):
+            counts = state.setdefault('stock_outs', {})
+            counts[source['name']] = int(counts.get(source['name'], 0)) + 1
+            cooling = dict((k, v) for k, v in (state.get('cooling') or {}).items() if float(v) > now)
+            if until is not None:
+                cooling[source['name']] = max(until, float(cooling.get(source['name'], 0)))
+            state['cooling'] = cooling
+        with self.state.deciding():
+            self.state.update(cool)
+        return until
+
+    def _log_stock_out(self, what, last, following):
+        """One line per stock-out, once the next create is about to be made (or none is left)."""
+        source = last['source']
+        cooled = 'cooling until %s' % clock_time(last['until']) if last['until'] else 'not cooled (the only source)'
+        if following is None:
+            nxt = 'next: none (every source out or cooling)'
+        else:
+            nxt = 'next: %s (%ds after the stock-out)' % (following['name'], int(round(epoch_seconds() - last['at'])))
+        log.warning('resume %s: %s: %s (%s); %s; %s', what, source['name'], describe_failure(source), last['reason'],
+                    cooled, nxt)
+
+    def _create_in(self, source, names, what):
+        """The cluster network of the names made in the source (its AD and node template), RUNNING; StockOut
+        when the source has no host, ResumeFailed on any other failure."""
+        carried = compress_hostlist(names)
         tags = cluster_tags(self.config['cluster_name'], self.config['freeform_tags'])
         tags[NODES_TAG] = carried
         tags[AUTOSCALER_TAG] = 'true'
-        want = dict(node_count=len(names), instance_configuration_id=self.config['instance_configuration_id'],
-                    availability_domain=self.config['availability_domain'], subnet_id=self.config['subnet_id'],
+        if not source.get('derived'):
+            tags[SOURCE_TAG] = source['name']
+        want = dict(node_count=len(names), instance_configuration_id=source['instance_configuration_id'],
+                    availability_domain=source['availability_domain'], subnet_id=self.config['subnet_id'],
                     placement_constraint=self.config.get('placement_constraint') or None,
                     hpc_island_id=self.config.get('hpc_island_id') or None,
                     network_block_ids=self.config.get('network_block_ids') or None, freeform_tags=tags)
         name = self._display_name(names)
-        log.info('resume %s: creating cluster network %s with %d node(s) for %s', what, name, len(names), carried)
+        log.info('resume %s: creating cluster network %s with %d node(s) for %s in %s', what, name, len(names), carried,
+                 source['name'])
         try:
             cn = self.ops.create(name, want)
         except WaitFailed as exc:
             resource_id = exc.details.get('resource_id')
             reason = '; '.join(e.get('message') or e.get('code') or '' for e in exc.details.get('errors') or []) or exc.message
+            if is_stock_out(reason):
+                made = [resource_id] if resource_id and self._end_stock_out(what, resource_id, reason) else []
+                raise StockOut(reason, made, exc.details)
             if resource_id:
                 self._end_failed_create(what, resource_id, reason, exc.message)
             raise ResumeFailed('cluster network %s for %s failed: %s' % (name, carried, reason),
@@ -283,16 +435,35 @@ class Autoscaler(object):
             raise ResumeFailed('cluster network %s for %s: %s' % (name, carried, exc.message), nodes=carried,
                                **exc.details)
         except Exception as exc:  # pylint: disable=broad-except
+            reason = _error_text(exc)
+            if isinstance(exc, _oci.ServiceError) and is_stock_out(exc.message):
+                # Refused at once (not retried: _oci.is_retryable); a create an earlier, lost answer made is ended.
+                log.error('resume %s: %s in %s; ending any cluster network made for %s', what, reason, source['name'], carried)
+                ended = self._terminate_made_for(names, what, wait=False)
+                raise StockOut(exc.message, ended or [], dict(status=exc.status, code=exc.code))
             # The API kept failing (retries spent) after the create may have been made, perhaps with its
             # answer lost: what was made is found by its tags and terminated.
-            reason = _error_text(exc)
             log.error('resume %s: %s; looking for a cluster network made for %s to terminate it', what, reason, carried)
             ended = self._terminate_made_for(names, what)
             raise ResumeFailed('cluster network %s for %s failed: %s' % (name, carried, reason), nodes=carried,
                                outcome=ResumeFailed.LEFT if ended is None else _terminated(ended, carried),
                                cleaned_up=ended is not None)
-        log.info('resume %s: cluster network %s RUNNING (work request %s)', what, cn.id, self.ops.work_request_id)
-        return self._map(cn, names)
+        log.info('resume %s: cluster network %s RUNNING in %s (work request %s)', what, cn.id, source['name'],
+                 self.ops.work_request_id)
+        return cn
+
+    def _end_stock_out(self, what, cluster_network_id, reason):
+        """Terminate a cluster network whose source had no host, without waiting (the next source is tried
+        meanwhile); whether it was asked for (or already ended)."""
+        log.error('resume %s: cluster network %s is out of host capacity (%s); terminating it', what,
+                  cluster_network_id, reason)
+        try:
+            self.ops.terminate(cluster_network_id, wait=False)
+        except Exception as exc:  # pylint: disable=broad-except
+            log.error('resume %s: cluster network %s could not be terminated (%s); the suspend that follows '
+                      'handing its nodes back to Slurm terminates it', what, cluster_network_id, _error_text(exc))
+            return False
+        return True
 
     def _end_failed_create(self, what, cluster_network_id, reason, failure):
         """Terminate a cluster network whose create failed, saying why it failed."""
@@ -309,7 +480,7 @@ class Autoscaler(object):
         self.ops.terminate(cluster_network_id, wait=True)
         log.info('resume %s: cluster network %s terminated', what, cluster_network_id)
 
-    def _terminate_made_for(self, names, what):
+    def _terminate_made_for(self, names, what, wait=True):
         """Terminate the live cluster networks tagged with exactly these Slurm names; their ids, or None
         when the API would not let them be looked for or terminated."""
         ended = []
@@ -317,7 +488,7 @@ class Autoscaler(object):
             for cn, carried in self.cluster_networks():
                 if sorted(carried) != sorted(names):
                     continue
-                self.ops.terminate(cn.id, wait=True)
+                self.ops.terminate(cn.id, wait=wait)
                 log.info('resume %s: cluster network %s (%s) terminated', what, cn.id, cn.display_name)
                 ended.append(cn.id)
         except Exception as exc:  # pylint: disable=broad-except
@@ -334,8 +505,12 @@ class Autoscaler(object):
             raise ResumeFailed('cluster network %s has %d running node(s) for %d Slurm name(s) %s' % (
                 cn.id, len(nodes), len(names), compress_hostlist(names)), cluster_network_id=cn.id)
         ordered = sorted(names, key=_natural)
+        # Its source: the tag set at its create; one made before sources were configured is the AD's own.
+        sources = self.config.get('capacity_sources') or capacity_sources(self.config)
+        source = (attr(cn, 'freeform_tags') or {}).get(SOURCE_TAG) or (sources[0]['name'] if sources[0].get('derived') else None)
         return [dict(name=name, id=node['id'], private_ip=node['private_ip'],
-                     hostname=node['hostname_label'] or node['display_name'], cluster_network_id=cn.id)
+                     hostname=node['hostname_label'] or node['display_name'], cluster_network_id=cn.id,
+                     capacity_source=source)
                 for name, node in zip(ordered, nodes)]
 
     # where the nodes sit in the RDMA fabric
@@ -394,7 +569,17 @@ class Autoscaler(object):
                 if not outcome['in_use']:
                     self.ops.wait_gone(outcome['cn'].id)
         if done:
-            self.state.update(lambda s: s.__setitem__('released', [n for n in s['released'] if n not in done]))
+            # Their hosts are free: a source cooling after a stock-out has them again, its cooldown ends.
+            freed = set((attr(o['cn'], 'freeform_tags') or {}).get(SOURCE_TAG) for o in outcomes if not o['in_use'])
+
+            def forget(state):
+                state['released'] = [n for n in state['released'] if n not in done]
+                cooling = state.get('cooling') or {}
+                lifted = sorted(n for n in freed if n in cooling)
+                state['cooling'] = dict((k, v) for k, v in cooling.items() if k not in lifted)
+                return lifted
+            for name in self.state.update(forget):
+                log.info('capacity source %s: hosts freed there (%s); its cooldown ends', name, compress_hostlist(done))
         return outcomes
 
     def status(self):

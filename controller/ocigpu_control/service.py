@@ -290,7 +290,7 @@ class Service(object):
             mapping = scaler.resume(what)
         except ResumeFailed as exc:
             log.info('resume %s: failure details %s', what, json.dumps(exc.details, default=str))
-            self._failed(what, job_ids, exc.message, exc.outcome)
+            self._failed(what, job_ids, exc.message, exc.outcome, capacity=exc.details if exc.details.get('capacity') else None)
             return False
         except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
             self._failed(what, job_ids, getattr(exc, 'message', None) or _error_text(exc), ResumeFailed.LEFT)
@@ -299,6 +299,12 @@ class Service(object):
             self.resumed.update(m['name'] for m in mapping)
         status = self.slurm.set_addresses(mapping)
         self._forget_attempts(job_ids)
+        notes = getattr(scaler, 'capacity_notes', None)
+        if notes:
+            # Another source than the first one: the job's comment says which were tried and where it runs.
+            comment = '%s: %s' % (self.config['resume_fail_reason_prefix'], '; '.join(notes))
+            for job_id in job_ids:
+                self.slurm.tell_job(job_id, comment)
         self.state.update(lambda state: metrics.count_resume(state, 'done'))
         log.info('resume %s%s: done: %s%s', what, jobs, ', '.join('%s=%s' % (m['name'], m['private_ip']) for m in mapping),
                  '' if not status else '; telling slurmctld the addresses failed (scontrol exited %s)' % status)
@@ -395,14 +401,18 @@ class Service(object):
             log.error('node setup %s exited %d: %s', cmd[0], proc.returncode,
                       proc.stdout.decode('utf-8', 'replace').strip()[-500:])
 
-    def _failed(self, what, job_ids, message, outcome, counter='attempts'):
+    def _failed(self, what, job_ids, message, outcome, counter='attempts', capacity=None):
+        """Hand the nodes back and tell their jobs. `capacity`: the details of a resume that no capacity source
+        could serve (scaler.Autoscaler._create): its jobs wait for hosts and are never held for it."""
         prefix = self.config['resume_fail_reason_prefix']
         status = self.slurm.power_down(what, '%s: %s' % (prefix, message))
         self.state.update(lambda state: metrics.count_resume(state, 'failed'))
         told = []
-        capacity = 'out of host capacity' in message.lower()
         for job_id in job_ids:
-            attempt = self._count_attempt(job_id, capacity, counter)
+            if capacity is not None:
+                told.append(self._wait_for_capacity(job_id, capacity))
+                continue
+            attempt = self._count_attempt(job_id, False, counter)
             limit = int(self.config['max_resume_attempts'])
             if attempt >= limit:
                 comment = '%s: held after %d failed resumes: %s (scontrol release %s tries again)' % (
@@ -420,6 +430,30 @@ class Service(object):
                   'handing %s back to Slurm failed (scontrol exited %s)' % (what, status) if status else
                   '%s handed back to Slurm powered down (state=POWER_DOWN_FORCE)' % what,
                   ('; ' + ', '.join(told)) if told else '')
+
+    def _wait_for_capacity(self, job_id, capacity):
+        """A job no source could serve: requeued to start when the first cooldown ends (with no source cooling,
+        after the back-off of its capacity failures in a row), or at once when this service frees hosts
+        (capacity_waits); it counts no failed resume. What to say of it in the log."""
+        key = str(job_id)
+
+        def wait(state):
+            failures = state.setdefault('capacity_failures', {})
+            failures[key] = int(failures.get(key, 0)) + 1
+            state['capacity_waits'] = sorted(set(state.get('capacity_waits') or []) | {key})
+            for old in sorted(failures, key=lambda k: int(k) if k.isdigit() else 0)[:max(0, len(failures) - 500)]:
+                del failures[old]
+            return failures[key]
+        times = self.state.update(wait)
+        delay = capacity.get('retry_after')
+        if not delay:
+            backoff = list(self.config['retry_backoff']) or [0]
+            delay = int(backoff[min(times, len(backoff)) - 1])
+        comment = '%s: waiting for capacity: %s' % (self.config['resume_fail_reason_prefix'],
+                                                    ', '.join(capacity.get('sources') or []) or 'no host')
+        self.slurm.tell_job(job_id, comment, start_after=delay)
+        return 'job %s requeued to wait for capacity, may start again in %ds or when hosts are freed (not counted ' \
+            'toward the hold)' % (job_id, delay)
 
     def _count_attempt(self, job_id, capacity, counter='attempts'):
         """Count a failed resume of the job; one that failed on capacity waits for hosts this service frees."""
@@ -458,8 +492,10 @@ class Service(object):
 
         def forget(state):
             attempts = state.setdefault('attempts', {})
+            failures = state.setdefault('capacity_failures', {})
             for job_id in job_ids:
                 attempts.pop(str(job_id), None)
+                failures.pop(str(job_id), None)
             # Resumed: it waits for hosts no more (else a later freeing would try to move a running job).
             waits = [j for j in state.get('capacity_waits') or [] if j not in set(str(i) for i in job_ids)]
             if waits != list(state.get('capacity_waits') or []):

@@ -39,6 +39,11 @@ DEFAULTS = dict(
     pull={},
     # {conf, inputs, places}: topology.conf, the slurm role's topology.json, the places found (service)
     topology={},
+    # Where the nodes' hosts come from, in order (docs/autoscaling.md, "Capacity failover"):
+    # [{name, kind, availability_domain, instance_configuration_id, capacity_reservation_id}]; empty: one
+    # on-demand source, availability_domain with instance_configuration_id (scaler.check_config makes it).
+    capacity_sources=[],
+    capacity_cooldown=600,       # seconds a source that ran out of hosts is not tried again
     **SERVICE_DEFAULTS
 )
 REQUIRED = ('cluster_name', 'compartment_id', 'availability_domain', 'subnet_id', 'instance_configuration_id', 'nodes')

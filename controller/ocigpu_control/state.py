@@ -33,6 +33,11 @@ KEYS = {
     'pull_failures': ({}, "service.py: {job id: its new nodes' failed pulls}, counted apart from its resumes"),
     'capacity_waits': ([], 'service.py: job ids requeued for want of hosts, started again as soon as the service '
                            'ends a cluster network'),
+    'cooling': ({}, 'scaler.py: {capacity source name: when its cooldown ends (seconds since the epoch)} of the '
+                    'sources that ran out of hosts; they are skipped until then'),
+    'stock_outs': ({}, 'scaler.py: {capacity source name: stock-outs met there}, for the metrics'),
+    'capacity_failures': ({}, "service.py: {job id: its resumes in a row that found no host}, the back-off of a "
+                              "job no source cooling says when to try again; never a hold"),
     'heal': ({}, 'heal.py: the self-healing loop, {nodes: {name: record of its step}, started: [times of the '
                  'last hour], paused, counts, last_drain_to_service}'),
     'static_replacements': ({}, 'static.py: {name: {old_id, before}} of the static nodes whose instance is '

@@ -144,8 +144,12 @@ def create_client(client_cls, params, config_and_signer=None):
 
 def is_retryable(exc):
     if isinstance(exc, ServiceError):
-        if 'out of host capacity' in str(exc.message or '').lower():
-            return False  # a capacity answer, not a transient fault: retrying only delays the failure
+        # A stock-out (out of host capacity, a full capacity reservation) is an answer, not a transient fault:
+        # retrying only delays the failure (and the move to another capacity source). Imported here: _capacity
+        # imports _resource, which imports this module.
+        from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import is_stock_out  # pylint: disable=import-outside-toplevel
+        if is_stock_out(exc.message):
+            return False
         if exc.status == 429 or (exc.status >= 500 and exc.status != 501):
             return True
         if exc.status == 409 and exc.code in _RETRY_409_CODES:
