@@ -169,6 +169,9 @@ class Service(object):
         self.active = {}        # request id -> set of names it works on
         self.threads = []
         self.lock = threading.Lock()
+        self.resumes_done = threading.Condition(self.lock)
+        self.resuming = {}       # job id -> the group (its names) whose resume is at work for the job
+        self.superseded = set()  # ids of the groups at work whose job got a newer resume meanwhile
         self.powering_seen = {}  # name -> when the reconcile first saw it powering up with no request
         self.resumed = set()     # names this service resumed that may still be booting (not taken over)
         self.last_reconcile = None
@@ -283,17 +286,67 @@ class Service(object):
             t.join()
 
     def resume_group(self, job_ids, names):
+        """Resume one job's nodes. A job is resumed by one group at a time: Slurm may give up on a resume
+        (ResumeTimeout: the nodes resume-failed, the job requeued, perhaps on other nodes) while the service
+        still carries it out; the job's newer resume waits for that one to end, and that one's failure is
+        then not the job's (no attempt counted, no comment, its nodes are Slurm's already)."""
         what = compress_hostlist(names)
+        group = object()
+        with self.resumes_done:
+            self.superseded.update(id(self.resuming[j][0]) for j in job_ids if j in self.resuming)
+            while any(j in self.resuming for j in job_ids):
+                self.resumes_done.wait()
+            self.resuming.update((j, (group, what)) for j in job_ids)
+        try:
+            return self._resume_group(job_ids, what, group)
+        finally:
+            with self.resumes_done:
+                for job_id in job_ids:
+                    if self.resuming.get(job_id, (None,))[0] is group:
+                        del self.resuming[job_id]
+                self.superseded.discard(id(group))
+                self.resumes_done.notify_all()
+
+    def _superseded(self, job_ids, group, what, message):
+        """Whether the group's jobs got a newer resume while it failed; if so, say so (the failure is left alone)."""
+        with self.lock:
+            if id(group) not in self.superseded:
+                return False
+        newer = sorted(set(self._waiting_resumes(job_ids)) - {what})
+        log.warning('resume %s%s: failed after the job got a newer resume (%s): %s; the job and these nodes are '
+                    'left to it and to Slurm (no attempt counted)', what, _jobs_text(job_ids),
+                    ', '.join(newer) or 'waiting', message)
+        self.state.update(lambda state: metrics.count_resume(state, 'failed'))
+        return True
+
+    def _waiting_resumes(self, job_ids):
+        """The names of the resume requests waiting or at work that carry any of the jobs."""
+        found = []
+        for _rid, path in self.waiting():
+            try:
+                with open(path) as f:
+                    request = json.load(f)
+            except (IOError, OSError, ValueError):
+                continue
+            if request.get('action') == 'resume' and any(j.get('job_id') in job_ids for j in request.get('jobs') or []):
+                found.append(request['nodes'])
+        return found
+
+    def _resume_group(self, job_ids, what, group):
         jobs = _jobs_text(job_ids)
         try:
             scaler = self.scaler_factory(self.config)
             mapping = scaler.resume(what)
-        except ResumeFailed as exc:
-            log.info('resume %s: failure details %s', what, json.dumps(exc.details, default=str))
-            self._failed(what, job_ids, exc.message, exc.outcome, capacity=exc.details if exc.details.get('capacity') else None)
-            return False
-        except (InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
-            self._failed(what, job_ids, getattr(exc, 'message', None) or _error_text(exc), ResumeFailed.LEFT)
+        except (ResumeFailed, InputError, WaitError, _oci.OCIConfigError, _oci.ServiceError) as exc:
+            message = getattr(exc, 'message', None) or _error_text(exc)
+            if isinstance(exc, ResumeFailed):
+                log.info('resume %s: failure details %s', what, json.dumps(exc.details, default=str))
+            if self._superseded(job_ids, group, what, message):
+                return False
+            if isinstance(exc, ResumeFailed):
+                self._failed(what, job_ids, message, exc.outcome, capacity=exc.details if exc.details.get('capacity') else None)
+            else:
+                self._failed(what, job_ids, message, ResumeFailed.LEFT)
             return False
         with self.lock:
             self.resumed.update(m['name'] for m in mapping)

@@ -4,7 +4,7 @@ saving, against the OCI simulator with its clock running fast, while the API thr
 the shape runs out of hosts, slurmctld restarts and the resume and suspend programs are killed; with
 ``--heal``, the self-healing loop is on and nodes fall sick among the faults.
 
-    python -m tests.perf.autoscale_soak [--cycles 200] [--seed 1] [--heal]
+    python -m tests.perf.autoscale_soak [--cycles 200] [--seed 1] [--heal] [--sources 3]
 
 Each cycle submits one job (1, 2 or 4 nodes, 1 to 10 minutes of work). Slurm is the model of
 tests/unit/plugins/module_utils/fakeslurm.py with a scheduler: it allocates powered-down nodes to
@@ -31,6 +31,14 @@ back in service (schedulable: undrained and registered, or undrained and powered
 drained by the checks at the end, and ``instances_for_one_node_max``: the most RUNNING instances one
 node name had at once (goal 1: the loop never replaces a node twice). A real slurmctld is not used:
 200 cycles would take hours of real time; `make demo-ondemand` runs the service with one.
+
+With ``--sources N`` (N > 1), the simulator has N availability domains and the autoscaler N capacity sources,
+one on-demand source per AD (ad-1 first), each with its node template; the shortfalls fall on one AD at a time
+(0 to 4 hosts), so a resume meets stock-outs and moves on to the next source. More figures: jobs held for
+capacity (goal 0: a stock-out never holds a job), jobs resumed twice at once (two resumes of one job at work at
+the same time in the service; goal 0), the stock-outs per source and the resumes that ran in another source
+than the first. ``--sources 1`` (the default) is the soak as it was, with the old configuration (no
+capacity_sources).
 """
 from __future__ import annotations
 
@@ -41,6 +49,7 @@ import os
 import random
 import sys
 import tempfile
+import threading
 import time
 
 # The checkout as the collection (tests/infra/venv.sh makes the link) and the control plane, as pytest.ini has it.
@@ -268,9 +277,36 @@ ROUTES = ['GET /clusterNetworks', 'POST /clusterNetworks', 'GET /workRequests/{w
 HEAL = dict(enabled=True, max_at_once=2, max_per_hour=8, min_in_service_share=0.5, max_failures=2, failure_window=3600)
 
 
+def watch_resumes(svc):
+    """Count the jobs whose resumes overlap in the service (a job resumed twice at once): {job ids}."""
+    lock, at_work, twice = threading.Lock(), collections.Counter(), set()
+    resume_group = svc.resume_group
+
+    def watched(job_ids, names):
+        with lock:
+            twice.update(j for j in job_ids if at_work[j])
+            at_work.update(job_ids)
+        try:
+            return resume_group(job_ids, names)
+        finally:
+            with lock:
+                at_work.subtract(job_ids)
+    svc.resume_group = watched
+    return twice
+
+
+def shortfall(sim, rng, ads):
+    """A capacity shortfall: the shape's hosts in every AD (one source), or in one AD of several."""
+    if len(ads) < 2:
+        sim.capacity.set(SHAPE, rng.randint(1, 4))
+    else:
+        sim.capacity.set(SHAPE, rng.randint(0, 4), rng.choice(ads))
+
+
 def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_ticks=None, heal=False):
     """Run the soak; returns the figures (a dict)."""
     rng = random.Random(seed)
+    ads = sorted(set(s['availability_domain'] for s in config['capacity_sources']))
     conf = dict(config, service=True, scontrol_retry_seconds=2, reconcile_interval=30, takeover_after=20)
     if heal:
         conf['heal'] = dict(HEAL)
@@ -278,6 +314,7 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
     model = SlurmModel(conf['node_names'], sim, conf, rng)
     slurm = service.Slurm(conf, run=model.run, read=model.read, sleep=lambda s: time.sleep(0.005))
     svc = service.Service(conf, _autoscale.Autoscaler, slurm, clock=sim.clock.now)
+    twice = watch_resumes(svc)
     faults = collections.Counter()
     steps = collections.Counter()
     submitted, ticks, restart_left, started = 0, 0, 0, time.monotonic()
@@ -301,7 +338,7 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
                 faults['5xx answers'] += 1
             r = rng.random()
             if r < 0.02:
-                sim.capacity.set(SHAPE, rng.randint(1, 4))
+                shortfall(sim, rng, ads)
                 faults['capacity shortfalls'] += 1
             elif r < 0.06:
                 sim.capacity.set(SHAPE, None)
@@ -339,7 +376,14 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
         median_wait_beyond_provisioning_s=round(sorted(beyond)[len(beyond) // 2], 1) if beyond else None,
         nodes_left_down=sorted(n for n, v in model.nodes.items() if 'DOWN' in v['state']),
         billable_left=billable(sim), faults=dict(faults),
-        cluster_networks_created=sim.calls['POST /clusterNetworks'])
+        cluster_networks_created=sim.calls['POST /clusterNetworks'],
+        jobs_held_for_capacity=sum(1 for j in jobs if j['held'] and 'capacity' in (j['comment'] or '').lower()),
+        jobs_resumed_twice_at_once=sorted(twice))
+    if len(config['capacity_sources']) > 1:
+        state = svc.state.read()
+        fig.update(sources=len(config['capacity_sources']), stock_outs=state.get('stock_outs') or {},
+                   resumes_in_a_later_source=sum(1 for line in open(conf['log_file']) if ', running in ad-' in line
+                                                 and ': done:' not in line and 'waiting' not in line))
     if heal:
         back = sorted(tick * b for b in model.back_in_service)
         fig.update(
@@ -349,15 +393,26 @@ def run_soak(sim, config, cycles=200, seed=1, tick=5.0, out=sys.stdout, max_tick
             heal_left_drained=sorted((n for n, v in model.nodes.items() if 'DRAIN' in v['state']), key=_natural),
             instances_for_one_node_max=model.most_instances)
     out.write(json.dumps(fig, indent=1, sort_keys=True) + '\n')
-    flag = ' --heal' if heal else ''
+    flag = (' --heal' if heal else '') + (' --sources %d' % len(config['capacity_sources'])
+                                          if len(config['capacity_sources']) > 1 else '')
     out.write('reproduce: python -m tests.perf.autoscale_soak --cycles %d --seed %d%s\n' % (cycles, seed, flag))
     return fig
 
 
-def setup(sim, work):
-    """The network, node template and configuration the autoscaler needs, in a fresh simulator."""
-    from tests.unit.controller.test_autoscale import autoscaler_config  # pylint: disable=import-outside-toplevel
-    return autoscaler_config(sim, 'soak', 'gpu-[1-16]', os.path.join(work, 'state'), os.path.join(work, 'autoscaler.log'))
+def setup(sim, work, sources=1):
+    """The network, node templates and configuration the autoscaler needs, in a fresh simulator: with
+    sources > 1, one on-demand capacity source per AD of the simulator."""
+    # pylint: disable=import-outside-toplevel
+    from tests.unit.controller.test_autoscale import autoscaler_config
+    from tests.unit.controller.test_autoscale_failover import template
+    config = autoscaler_config(sim, 'soak', 'gpu-[1-16]', os.path.join(work, 'state'), os.path.join(work, 'autoscaler.log'))
+    if sources < 2:
+        return config
+    ads = sorted(sim.availability_domains)[:sources]
+    return _autoscale.check_config(dict(config, capacity_sources=[
+        dict(name='ad-%d' % (i + 1), kind='on-demand', availability_domain=ad, capacity_reservation_id=None,
+             instance_configuration_id=config['instance_configuration_id'] if i == 0 else
+             template(sim, ad, config['instance_configuration_id'])) for i, ad in enumerate(ads)]))
 
 
 def main(argv=None):
@@ -365,13 +420,15 @@ def main(argv=None):
     parser.add_argument('--cycles', type=int, default=200)
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--heal', action='store_true', help='the self-healing loop on, with sick nodes among the faults')
+    parser.add_argument('--sources', type=int, default=1,
+                        help='capacity sources, one per availability domain of the simulator (default 1: as before)')
     parser.add_argument('--work', default=None, help='folder for the state and autoscaler.log (default: a new temporary one)')
     args = parser.parse_args(argv)
     import types  # pylint: disable=import-outside-toplevel
     import oci  # pylint: disable=import-outside-toplevel
     from tests.ocisim import Simulator  # pylint: disable=import-outside-toplevel
     work = args.work or tempfile.mkdtemp(prefix='ocigpu-soak-')
-    sim = Simulator(manual_clock=True)
+    sim = Simulator(manual_clock=True, availability_domains=args.sources if args.sources > 1 else None)
     sim.start()
     try:
         sim.write_config(os.path.join(work, 'oci-config'))
@@ -379,11 +436,12 @@ def main(argv=None):
         oci.waiter.time = fake_time
         oci.retry.retry.time = fake_time
         _oci.CLOCK.sleep, _oci.CLOCK.monotonic = sim.clock.sleep, sim.clock.now
-        fig = run_soak(sim, setup(sim, work), cycles=args.cycles, seed=args.seed, heal=args.heal)
+        _autoscale.epoch_seconds = sim.clock.now  # the cooldowns on the simulator's clock
+        fig = run_soak(sim, setup(sim, work, args.sources), cycles=args.cycles, seed=args.seed, heal=args.heal)
         sys.stdout.write('log: %s\n' % os.path.join(work, 'autoscaler.log'))
     finally:
         sim.stop()
-    return 0 if not fig['nodes_left_down'] and fig['billable_left'] == 0 else 1
+    return 0 if not fig['nodes_left_down'] and fig['billable_left'] == 0 and not fig['jobs_resumed_twice_at_once'] else 1
 
 
 if __name__ == '__main__':

@@ -6,17 +6,19 @@ is tried again after it, a job no source can serve waits for capacity and is nev
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import oci
 import pytest
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
+from ansible_collections.ocigpu.cluster.plugins.module_utils import _hostlist, _oci
 from ocigpu_control import scaler as _autoscale
 from ocigpu_control import service
 from ocigpu_control.settings import setup_logging
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
 from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
-    SHAPE, autoscaler_config, gpu_instances, live, sim)
+    SHAPE, autoscaler_config, config, gpu_instances, live, sim)
 from tests.unit.controller.test_autoscale_faults import logged, nothing_billable
 from tests.unit.controller.test_autoscale_service import make, run_all
 
@@ -181,3 +183,55 @@ def test_an_error_that_is_not_capacity_still_holds_the_job_after_the_limit(sim3,
     assert fake.jobs[6]['comment'].startswith('ocigpu-autoscaler: held after 5 failed resumes: ')
     logged(config3, 'job 6 held (attempt 5 of 5)')
     nothing_billable(sim3)
+
+
+class SlowFirstResume(object):
+    """A scaler whose resume of gpu-1 fails after a while, as one whose cluster network a resume-fail of its
+    nodes terminated while it was being created; any other resume succeeds. It records resumes at work at once."""
+
+    lock = threading.Lock()
+    at_work = []
+    overlaps = []
+
+    def __init__(self, config):
+        self.config = config
+
+    def resume(self, hostlist):
+        with self.lock:
+            if self.at_work:
+                self.overlaps.append((list(self.at_work), hostlist))
+            self.at_work.append(hostlist)
+        try:
+            if hostlist == 'gpu-1':
+                time.sleep(1.0)
+                raise _autoscale.ResumeFailed('cluster network as-gpu-1 for gpu-1 failed: create of cluster network x '
+                                              'went to TERMINATED', outcome='no cluster network of gpu-1 is left')
+            return [dict(name=n, id='ocid1.instance.' + n, private_ip='10.0.0.%d' % i, hostname=n,
+                         cluster_network_id='ocid1.clusternetwork.x', capacity_source='ad-1')
+                    for i, n in enumerate(_hostlist.expand_hostlist(hostlist), 2)]
+        finally:
+            with self.lock:
+                self.at_work.remove(hostlist)
+
+
+def test_a_job_is_never_resumed_twice_at_once(config):  # pylint: disable=redefined-outer-name
+    """Slurm gave up on a job's resume (ResumeTimeout: its nodes resume-failed, the job requeued on other
+    nodes) while the service still carried it out: the job's new resume waits for the old one to end,
+    whose failure then touches neither the job (no attempt counted, no comment) nor its old nodes."""
+    SlowFirstResume.at_work[:], SlowFirstResume.overlaps[:] = [], []
+    fake = FakeSlurm(config['node_names'])
+    conf = dict(config, scontrol_retry_seconds=5, reconfigure_delay=0.2)
+    setup_logging(conf['log_file'])
+    svc = service.Service(conf, SlowFirstResume, service.Slurm(conf, run=fake.run, read=fake.read, sleep=lambda s: None))
+    fake.allocate(7, ['gpu-1'])
+    service.submit(conf, 'resume', 'gpu-1', [dict(job_id=7, nodes='gpu-1')])
+    svc.pick_up()
+    time.sleep(0.2)
+    fake.allocate(7, ['gpu-2'])  # requeued and given other nodes
+    service.submit(conf, 'resume', 'gpu-2', [dict(job_id=7, nodes='gpu-2')])
+    run_all(svc)
+    assert SlowFirstResume.overlaps == []
+    assert fake.nodes['gpu-2']['addr'] and fake.jobs[7]['comment'] == '' and not fake.jobs[7]['held']
+    assert not [c for c in fake.commands if 'state=POWER_DOWN_FORCE' in c]
+    assert svc.state.read()['attempts'] == {}
+    logged(config, 'resume gpu-1 for job 7: failed after the job got a newer resume (gpu-2)')
