@@ -72,7 +72,10 @@ compute_clusters:
   type: list
   elements: dict
 instance_configurations:
-  description: Instance configurations (id, display_name, time_created).
+  description:
+    - Instance configurations (id, display_name, time_created, freeform_tags), with the availability domain and
+      capacity reservation of their launch details (availability_domain, capacity_reservation_id; one read each).
+    - The capacity source a node template serves is its tag C(ocigpu-capacity-source) (provision.yml).
   returned: always
   type: list
   elements: dict
@@ -92,7 +95,7 @@ billable:
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _cluster, _launch
 from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, is_live
+from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, attr, is_live
 
 LIVE_INSTANCE = ('PROVISIONING', 'STARTING', 'RUNNING', 'STOPPING', 'STOPPED', 'MOVING', 'CREATING_IMAGE')
 
@@ -101,6 +104,16 @@ class ClusterInfo(OCIModule):
 
     def mine(self, items):
         return [i for i in items if is_live(i) and (i.freeform_tags or {}).get(CLUSTER_TAG) == self.params['cluster_name']]
+
+    def configuration(self, summary):
+        """A node template with its launch details' availability domain and capacity reservation (a template
+        gone between the list and the read has neither)."""
+        full = self.session.get_or_none(self.session.compute_management.get_instance_configuration, summary.id)
+        launch = attr(attr(full, 'instance_details'), 'launch_details')
+        return dict(id=summary.id, display_name=summary.display_name,
+                    time_created=summary.time_created.isoformat() if summary.time_created else None,
+                    freeform_tags=summary.freeform_tags or {}, availability_domain=attr(launch, 'availability_domain'),
+                    capacity_reservation_id=attr(launch, 'capacity_reservation_id'))
 
     def execute(self):
         s, comp = self.session, self.params['compartment_id']
@@ -141,9 +154,7 @@ class ClusterInfo(OCIModule):
             nodes=sorted(nodes, key=lambda n: (n['display_name'] or '', n['id'])),
             compute_clusters=[dict(id=c.id, display_name=c.display_name, availability_domain=c.availability_domain)
                               for c in compute_clusters],
-            instance_configurations=[
-                dict(id=c.id, display_name=c.display_name,
-                     time_created=c.time_created.isoformat() if c.time_created else None) for c in configs],
+            instance_configurations=[self.configuration(c) for c in configs],
             file_storage=storage,
             billable=len(set(i.id for i in instances) | in_networks) + len(networks) + len(storage),
         )

@@ -92,7 +92,10 @@ def test_the_templates_of_two_sources_are_told_apart_by_name(run, ocisim, base, 
     assert run(instance_configuration, dict(config_args, state='absent'))['changed']
     left = live(ocisim, 'instance_configurations')
     assert [c['id'] for c in left] == [sources[1]['instance_configuration_id']]
-    assert run(cluster_info, base)['instance_configurations'][0]['display_name'].startswith('c1-gpu-template-ad-2-')
+    info = run(cluster_info, base)['instance_configurations']
+    assert len(info) == 1 and info[0]['display_name'].startswith('c1-gpu-template-ad-2-')
+    # With the AD and reservation of its launch details (configure.yml reads a source's AD there).
+    assert info[0]['availability_domain'] == sources[1]['availability_domain'] and info[0]['capacity_reservation_id'] is None
 
 
 def test_a_stock_out_in_the_first_source_makes_it_in_the_next(run, ocisim, base, cn_args, ads):
