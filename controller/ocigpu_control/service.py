@@ -47,6 +47,7 @@ import time
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _oci
 from ocigpu_control.requests import heartbeat, keep_beating, submit, waiting as waiting_requests
+from ocigpu_control import scaler as scaling
 from ocigpu_control.scaler import ResumeFailed, _error_text, log, scontrol_address_command
 from ocigpu_control.settings import scontrol_fail_command
 from ocigpu_control.state import StateFile
@@ -179,6 +180,8 @@ class Service(object):
         self.reconfigure_for = []    # (what, placements or None) the next batch is for
         self.reconfigure_thread = None
         self.metrics_failed = False
+        self.hosts_free = {}        # reservation source name -> hosts free (reserved - used), read at each reconcile
+        self.hosts_free_failed = set()  # sources whose reservation could not be read (logged once)
         self.state = StateFile(config['state_file'])
         self.healer = Healer(config, slurm, self.state, clock=self.clock,
                              submit=lambda action, name, **extra: submit(config, action, name, source='heal', **extra),
@@ -662,6 +665,8 @@ class Service(object):
         # What Slurm showed is acted on all the same; the error ends the pass afterwards, as before.
         except Exception as exc:  # pylint: disable=broad-except
             networks, error = None, exc
+        if scaler is not None:
+            self._read_reservations(scaler)
         observed = decide.Observation(nodes, busy, networks=networks, resumed=resumed, powering_seen=self.powering_seen)
         self.powering_seen = {}
         for decision in decide.reconcile(observed, now, decide.settings(self.config)):
@@ -671,6 +676,25 @@ class Service(object):
         if error is not None:
             raise error
         return done
+
+    def _read_reservations(self, scaler):
+        """The hosts free of each reservation source (GetComputeCapacityReservation: reserved - used), for the
+        metrics; one that cannot be read is unknown (left out of the metrics), said once in the log."""
+        for source in self.config.get('capacity_sources') or []:
+            if not source.get('capacity_reservation_id'):
+                continue
+            name = source['name']
+            try:
+                found = scaler.session.call(scaler.session.compute.get_compute_capacity_reservation,
+                                            source['capacity_reservation_id'])
+                self.hosts_free[name] = int(found.reserved_instance_count or 0) - int(found.used_instance_count or 0)
+                self.hosts_free_failed.discard(name)
+            except Exception as exc:  # pylint: disable=broad-except
+                self.hosts_free[name] = None
+                if name not in self.hosts_free_failed:
+                    log.warning('reconcile: capacity reservation %s of source %s could not be read (%s); its hosts free '
+                                'are unknown', source['capacity_reservation_id'], name, _error_text(exc))
+                self.hosts_free_failed.add(name)
 
     def _apply(self, decision, now, scaler, done):
         """Carry out one of the reconcile's decisions, for its group of nodes: one command, one log line."""
@@ -729,7 +753,9 @@ class Service(object):
     def metrics_text(self):
         """The service's figures (metrics.py), written with the loop's into heal.metrics_file."""
         beat = heartbeat(self.config)
-        return metrics.service_text(self.state.read(), beat['time'] if beat else time.time(), self.config['max_resume_attempts'])
+        sources = [s['name'] for s in self.config.get('capacity_sources') or []]
+        return metrics.service_text(self.state.read(), beat['time'] if beat else time.time(), self.config['max_resume_attempts'],
+                                    sources=sources, now=scaling.epoch_seconds(), hosts_free=self.hosts_free)
 
     def write_metrics(self):
         """With the loop off, the service writes its figures (and the loop's, off) itself; with it on, the loop does."""

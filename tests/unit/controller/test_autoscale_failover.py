@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import types
 
 import oci
 import pytest
@@ -235,3 +236,30 @@ def test_a_job_is_never_resumed_twice_at_once(config):  # pylint: disable=redefi
     assert not [c for c in fake.commands if 'state=POWER_DOWN_FORCE' in c]
     assert svc.state.read()['attempts'] == {}
     logged(config, 'resume gpu-1 for job 7: failed after the job got a newer resume (gpu-2)')
+
+
+def test_the_metrics_say_which_sources_cool_their_stock_outs_and_the_reservations_hosts_free(sim3, config3, tmp_path):
+    config3['capacity_sources'][1].update(name='r1', kind='reservation', capacity_reservation_id='ocid1.capacityreservation.oc1..r1')
+    config3['capacity_sources'][2].update(name='r2', kind='reservation', capacity_reservation_id='ocid1.capacityreservation.oc1..r2')
+    sim3.capacity.set(SHAPE, 0, ads(sim3)[0])
+    _autoscale.Autoscaler(config3).resume('gpu-1')
+    svc = service.Service(config3, _autoscale.Autoscaler, None)
+
+    def call(fn, reservation_id):  # pylint: disable=unused-argument
+        if reservation_id.endswith('r2'):
+            raise _oci.ServiceError(404, 'NotAuthorizedOrNotFound', {}, 'Authorization failed or requested resource not found.')
+        return types.SimpleNamespace(reserved_instance_count=4, used_instance_count=1)
+    scaler = types.SimpleNamespace(session=types.SimpleNamespace(call=call, compute=types.SimpleNamespace(
+        get_compute_capacity_reservation=None)))
+    svc._read_reservations(scaler)  # pylint: disable=protected-access
+    svc._read_reservations(scaler)  # pylint: disable=protected-access
+    assert len(logged(config3, 'capacity reservation ocid1.capacityreservation.oc1..r2 of source r2 could not be read')) == 1
+    text = svc.metrics_text()
+    assert 'ocigpu_autoscaler_capacity_source_cooling{source="ad-1"} 1\n' in text
+    assert 'ocigpu_autoscaler_capacity_source_cooling{source="r1"} 0\n' in text
+    assert 'ocigpu_autoscaler_stock_outs_total{source="ad-1"} 1\n' in text
+    assert 'ocigpu_autoscaler_stock_outs_total{source="r2"} 0\n' in text
+    assert 'ocigpu_autoscaler_capacity_source_hosts_free{source="r1"} 3\n' in text
+    assert 'source="r2"} ' in text and 'hosts_free{source="r2"}' not in text and 'hosts_free{source="ad-1"}' not in text
+    sim3.clock.advance(601)
+    assert 'ocigpu_autoscaler_capacity_source_cooling{source="ad-1"} 0\n' in svc.metrics_text()
