@@ -13,7 +13,7 @@ import sys
 import oci
 import pytest
 
-from tests.integration._helpers import (COLLECTION_PLAYBOOKS, ROOT, admin, everything, mutations, playbook, playbook_command,
+from tests.integration._helpers import (COLLECTION_PLAYBOOKS, ROOT, admin, clients, everything, mutations, playbook, playbook_command,
                                         sdk_config, ssh_public_key)
 
 pytestmark = pytest.mark.slow
@@ -108,6 +108,37 @@ def test_a_static_cluster_goes_to_the_next_source_and_stays_there(simulator2, tm
     out = on_demand_settings(sim, tmp_path, fail=True, **dict(
         vars_, autoscaling=True, gpu_capacity_sources=vars_['gpu_capacity_sources'] + [dict(name='late', availability_domain=ad2)]))
     assert 'missing: cap-gpu-template-late of cluster cap. Run provision.yml' in ' '.join(out.split())
+
+    down = playbook(TEARDOWN, sim, tmp_path, **vars_)
+    assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout']
+    assert everything(sim) == dict(instances=[], cluster_networks=[], instance_configurations=[], vcns=[])
+
+
+def test_a_full_reservation_gives_way_to_the_next_source(simulator, tmp_path):
+    """A reservation named without its AD (the preflight reads it) that holds one host of the two asked: its
+    template carries the reservation, its cluster network fails as OCI's does and is gone, the nodes go to
+    the AD's on-demand hosts."""
+    sim = simulator
+    compute, cm, _vn = clients(sim)
+    ad = sorted(a.name for a in oci.identity.IdentityClient(sdk_config(sim), service_endpoint=sim['endpoint'])
+                .list_availability_domains(sim['compartment_id']).data)[0]
+    reservation = admin(sim, 'POST', '/capacity_reservation', dict(availability_domain=ad, shape=SHAPE, count=1,
+                                                                   compartment_id=sim['compartment_id'], display_name='r1'))
+    vars_ = dict(cluster_name=CLUSTER, ssh_source_cidrs=['203.0.113.0/24'], ssh_authorized_keys=[ssh_public_key()],
+                 gpu_node_count=2, gpu_drain=False,
+                 gpu_capacity_sources=[dict(name='r1', capacity_reservation_id=reservation['id']), dict(availability_domain=ad)])
+    out = playbook(PROVISION, sim, tmp_path, **vars_)
+    said = ' '.join(out['stdout'].split())
+    assert 'GPU nodes in ad-1; tried: r1 (reservation r1 full)' in said, said[-6000:]
+    found = everything(sim)
+    templates = dict((c.display_name.rsplit('-', 1)[0], c) for c in found['instance_configurations'])
+    assert sorted(templates) == ['cap-gpu-template', 'cap-gpu-template-ad-1']
+    launch = cm.get_instance_configuration(templates['cap-gpu-template'].id).data.instance_details.launch_details
+    assert launch.capacity_reservation_id == reservation['id'] and launch.availability_domain == ad
+    assert [c.freeform_tags['ocigpu-capacity-source'] for c in found['cluster_networks']] == ['ad-1']
+    assert len([i for i in found['instances'] if i.shape == SHAPE]) == 2
+    assert compute.get_compute_capacity_reservation(reservation['id']).data.used_instance_count == 0
+    assert playbook(PROVISION, sim, tmp_path, **vars_)['changed'] == 0
 
     down = playbook(TEARDOWN, sim, tmp_path, **vars_)
     assert 'Nothing billable of %s is left.' % CLUSTER in down['stdout']
