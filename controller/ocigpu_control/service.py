@@ -753,7 +753,7 @@ class Service(object):
     def metrics_text(self):
         """The service's figures (metrics.py), written with the loop's into heal.metrics_file."""
         beat = heartbeat(self.config)
-        sources = [s['name'] for s in self.config.get('capacity_sources') or []]
+        sources = [source['name'] for source in self.config.get('capacity_sources') or []]
         return metrics.service_text(self.state.read(), beat['time'] if beat else time.time(), self.config['max_resume_attempts'],
                                     sources=sources, now=scaling.epoch_seconds(), hosts_free=self.hosts_free)
 
