@@ -14,6 +14,8 @@ from one that never had one.
 - The cluster network of an instance: the one whose members OCI lists it in; for an instance no
   longer a member, the cluster network of this cluster whose tag ``ocigpu-slurm-nodes`` carries its
   name and which was made last before it.
+- The capacity source: the cluster network's tag ``ocigpu-capacity-source`` (scaler.SOURCE_TAG, set by the
+  autoscaler when it creates one in a configured source), else the instance's availability domain.
 - The local block: from the listing of the compute hosts where the policy allows it, else from the
   places the service recorded (``topology.places``, keyed by Slurm name), else None.
 
@@ -31,10 +33,11 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._hostlist import _n
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import CLUSTER_TAG, attr
 from ansible_collections.ocigpu.cluster.plugins.module_utils._topology import place_of
 from ocigpu_control.cloud import PAGE, REFUSED, Listings
-from ocigpu_control.scaler import NODE_TAG, NODES_TAG
+from ocigpu_control.scaler import NODE_TAG, NODES_TAG, SOURCE_TAG
 
 KEYS = ('name', 'instance_id', 'instance_state', 'display_name', 'private_ip', 'availability_domain', 'fault_domain',
-        'cluster_network_id', 'cluster_network_name', 'cluster_network_state', 'local_block', 'kind', 'time_created')
+        'cluster_network_id', 'cluster_network_name', 'cluster_network_state', 'local_block', 'kind', 'time_created',
+        'capacity_source')
 
 
 def _time(value):
@@ -167,5 +170,7 @@ class NodesView(object):
                 cluster_network_id=cn.id if cn else None, cluster_network_name=attr(cn, 'display_name') if cn else None,
                 cluster_network_state=cn.lifecycle_state if cn else None,
                 local_block=by_id.get(instance.id) or (by_name.get(name) if live else None), kind=kind,
-                time_created=_time(attr(instance, 'time_created'))))
+                time_created=_time(attr(instance, 'time_created')),
+                capacity_source=(attr(cn, 'freeform_tags') or {}).get(SOURCE_TAG) if cn else None))
+            records[-1]['capacity_source'] = records[-1]['capacity_source'] or records[-1]['availability_domain']
         return sorted(records, key=lambda r: (_natural(r['name']), r['time_created'] or '', r['instance_id']))

@@ -317,8 +317,8 @@ def row(name, node, chosen, note, source, control, jobs):
         availability_domain=chosen.get('availability_domain'), fault_domain=chosen.get('fault_domain'),
         oci_source=source.get('text') if chosen else None,
         heal_step=STEPS.get(heal.get('step'), heal.get('step')) if heal else None, heal_record=heal or None,
-        # Where this node's capacity comes from: today the availability domain of its cluster network.
-        capacity_source=chosen.get('availability_domain') if chosen and not gone else None,
+        # Where this node's capacity comes from: the autoscaler's capacity source (its cluster network's tag), else its AD.
+        capacity_source=(chosen.get('capacity_source') or chosen.get('availability_domain')) if chosen and not gone else None,
         jobs=jobs, figures=None, health=None, last_instance=last)
 
 

@@ -17,6 +17,7 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils import _hostlist, _
 from ocigpu_control import scaler as _autoscale
 from ocigpu_control import service
 from ocigpu_control.settings import setup_logging
+from ocigpu_control.view import NodesView
 from tests.unit.plugins.module_utils.fakeslurm import FakeSlurm
 from tests.unit.controller.test_autoscale import (  # noqa: F401 pylint: disable=unused-import
     SHAPE, autoscaler_config, config, gpu_instances, live, sim)
@@ -263,3 +264,10 @@ def test_the_metrics_say_which_sources_cool_their_stock_outs_and_the_reservation
     assert 'source="r2"} ' in text and 'hosts_free{source="r2"}' not in text and 'hosts_free{source="ad-1"}' not in text
     sim3.clock.advance(601)
     assert 'ocigpu_autoscaler_capacity_source_cooling{source="ad-1"} 0\n' in svc.metrics_text()
+
+
+def test_the_nodes_view_gives_each_instance_its_capacity_source(sim3, config3):
+    sim3.capacity.set(SHAPE, 0, ads(sim3)[0])
+    _autoscale.Autoscaler(config3).resume('gpu-1')
+    gpu1, = NodesView(config3).nodes()
+    assert gpu1['capacity_source'] == 'ad-2' and gpu1['availability_domain'] == ads(sim3)[1]

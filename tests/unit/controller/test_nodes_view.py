@@ -83,3 +83,9 @@ def test_the_program_prints_the_view_and_says_when_oci_cannot_be_asked(sim, conf
     assert programs.main(['--config', path, 'nodes'], out=out) == 1
     assert out.getvalue() == '' and 'OCI cannot be asked' in capsys.readouterr().err
     assert programs.main(['--config', path, 'nodes', 'gpu-1'], out=out) == 2  # no hostlist
+
+
+def test_an_instance_of_an_untagged_cluster_network_gives_its_availability_domain_as_its_source(sim, config, tmp_path):
+    _autoscale.Autoscaler(config).resume('gpu-1')
+    gpu1, = NodesView(config).nodes()
+    assert gpu1['capacity_source'] == config['availability_domain']
