@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _health, _nccl
 from ocigpu_control import heal as _autoscale_heal
+from ocigpu_control import metrics as _autoscale_metrics
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DASHBOARD = ROOT / 'dashboards' / 'ocigpu-cluster.json'
@@ -84,7 +85,9 @@ def test_every_panel_names_a_metric_the_exporter_serves(tmp_path):
     (text_dir / 'nccl-active.prom').write_text(nccl_active_prom())
     heal = dict(nodes=dict(gpu_1=dict(step='healthy'), gpu_2=dict(step='up')), paused=False, last_drain_to_service=171.0,
                 counts=dict(replaced=2, powered_up=2, healed=1))
-    (text_dir / 'autoscaler.prom').write_text(_autoscale_heal.metrics_text(heal))
+    service = dict(cooling={'ad-1': 1790000600}, stock_outs={'ad-1': 2})  # the service's figures, with capacity sources
+    (text_dir / 'autoscaler.prom').write_text(_autoscale_heal.metrics_text(heal) + _autoscale_metrics.service_text(
+        service, 1790000000, 5, sources=['r1', 'ad-1'], now=1790000000, hosts_free={'r1': 2}))
     (text_dir / 'broken.prom').write_text('this is { not prometheus text\n')
     server = rdma_exporter.make_server('127.0.0.1', 0, rdma_exporter.make_registry(str(tmp_path / 'infiniband')),
                                        str(text_dir))
