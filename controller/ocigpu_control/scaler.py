@@ -140,11 +140,12 @@ class ResumeFailed(Exception):
 class StockOut(Exception):
     """A source had no host for a cluster network (OCI's reason `reason`); what was made is terminating."""
 
-    def __init__(self, reason, made=None, details=None):
+    def __init__(self, reason, made=None, details=None, at=None):
         super(StockOut, self).__init__(reason)
         self.reason = reason
         self.made = made or []
         self.details = details or {}
+        self.at = epoch_seconds() if at is None else at  # when OCI's answer came
 
 
 def _terminated(ids, names):
@@ -339,7 +340,7 @@ class Autoscaler(object):
             except StockOut as out:
                 made.extend(out.made)
                 story.append(describe_failure(source))
-                last = dict(source=source, reason=out.reason, at=epoch_seconds(), details=out.details,
+                last = dict(source=source, reason=out.reason, at=out.at, details=out.details,
                             until=self._cool(source, sources))
                 continue
             except ResumeFailed as exc:
@@ -393,7 +394,8 @@ class Autoscaler(object):
     def _log_stock_out(self, what, last, following):
         """One line per stock-out, once the next create is about to be made (or none is left)."""
         source = last['source']
-        cooled = 'cooling until %s' % clock_time(last['until']) if last['until'] else 'not cooled (the only source)'
+        cooled = 'cooling until %s' % clock_time(last['until']) if last['until'] else 'not cooled (%s)' % (
+            'capacity_cooldown 0' if len(self.config.get('capacity_sources') or []) > 1 else 'the only source')
         if following is None:
             nxt = 'next: none (every source out or cooling)'
         else:
@@ -421,11 +423,12 @@ class Autoscaler(object):
         try:
             cn = self.ops.create(name, want)
         except WaitFailed as exc:
+            at = epoch_seconds()
             resource_id = exc.details.get('resource_id')
             reason = '; '.join(e.get('message') or e.get('code') or '' for e in exc.details.get('errors') or []) or exc.message
             if is_stock_out(reason):
                 made = [resource_id] if resource_id and self._end_stock_out(what, resource_id, reason) else []
-                raise StockOut(reason, made, exc.details)
+                raise StockOut(reason, made, exc.details, at)
             if resource_id:
                 self._end_failed_create(what, resource_id, reason, exc.message)
             raise ResumeFailed('cluster network %s for %s failed: %s' % (name, carried, reason),
@@ -435,12 +438,13 @@ class Autoscaler(object):
             raise ResumeFailed('cluster network %s for %s: %s' % (name, carried, exc.message), nodes=carried,
                                **exc.details)
         except Exception as exc:  # pylint: disable=broad-except
+            at = epoch_seconds()
             reason = _error_text(exc)
             if isinstance(exc, _oci.ServiceError) and is_stock_out(exc.message):
                 # Refused at once (not retried: _oci.is_retryable); a create an earlier, lost answer made is ended.
                 log.error('resume %s: %s in %s; ending any cluster network made for %s', what, reason, source['name'], carried)
                 ended = self._terminate_made_for(names, what, wait=False)
-                raise StockOut(exc.message, ended or [], dict(status=exc.status, code=exc.code))
+                raise StockOut(exc.message, ended or [], dict(status=exc.status, code=exc.code), at)
             # The API kept failing (retries spent) after the create may have been made, perhaps with its
             # answer lost: what was made is found by its tags and terminated.
             log.error('resume %s: %s; looking for a cluster network made for %s to terminate it', what, reason, carried)
