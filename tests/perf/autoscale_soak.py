@@ -278,20 +278,22 @@ HEAL = dict(enabled=True, max_at_once=2, max_per_hour=8, min_in_service_share=0.
 
 
 def watch_resumes(svc):
-    """Count the jobs whose resumes overlap in the service (a job resumed twice at once): {job ids}."""
+    """The jobs whose resumes the service carried out at the same time (a job resumed twice at once): {job ids}.
+    What is watched is the work on OCI and Slurm of a group (Service._resume_group), after its wait for an
+    earlier resume of the same job."""
     lock, at_work, twice = threading.Lock(), collections.Counter(), set()
-    resume_group = svc.resume_group
+    carry_out = svc._resume_group  # pylint: disable=protected-access
 
-    def watched(job_ids, names):
+    def watched(job_ids, *args):
         with lock:
             twice.update(j for j in job_ids if at_work[j])
             at_work.update(job_ids)
         try:
-            return resume_group(job_ids, names)
+            return carry_out(job_ids, *args)
         finally:
             with lock:
                 at_work.subtract(job_ids)
-    svc.resume_group = watched
+    svc._resume_group = watched  # pylint: disable=protected-access
     return twice
 
 
