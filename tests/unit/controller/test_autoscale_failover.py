@@ -43,15 +43,15 @@ def ads(sim):  # pylint: disable=redefined-outer-name
     return sorted(sim.availability_domains)
 
 
-def template(sim, ad, like):  # pylint: disable=redefined-outer-name
-    """A node template as `like` (an instance configuration id) in another AD."""
+def template(sim, ad, like, reservation=None):  # pylint: disable=redefined-outer-name
+    """A node template as `like` (an instance configuration id) in another AD (and a capacity reservation)."""
     cm = sim.client(oci.core.ComputeManagementClient)
     launch = cm.get_instance_configuration(like).data.instance_details.launch_details
     M = oci.core.models
     details = M.CreateInstanceConfigurationDetails(
         compartment_id=sim.compartment_id, display_name='gpu-template-%s' % ad[-4:],
         instance_details=M.ComputeInstanceDetails(launch_details=M.InstanceConfigurationLaunchInstanceDetails(
-            compartment_id=sim.compartment_id, availability_domain=ad, shape=SHAPE,
+            compartment_id=sim.compartment_id, availability_domain=ad, shape=SHAPE, capacity_reservation_id=reservation,
             source_details=launch.source_details, create_vnic_details=launch.create_vnic_details)))
     return cm.create_instance_configuration(details).data.id
 
@@ -271,3 +271,27 @@ def test_the_nodes_view_gives_each_instance_its_capacity_source(sim3, config3):
     _autoscale.Autoscaler(config3).resume('gpu-1')
     gpu1, = NodesView(config3).nodes()
     assert gpu1['capacity_source'] == 'ad-2' and gpu1['availability_domain'] == ads(sim3)[1]
+
+
+def test_a_full_reservation_gives_way_to_the_next_source_and_its_hosts_free_are_read(sim3, config3):
+    """The simulator's capacity reservation of 2 hosts: a first job of 2 nodes runs in it, the second finds it
+    full (the cluster network's work request fails) and runs in ad-2; the reconcile reads its hosts free."""
+    ad1 = ads(sim3)[0]
+    reservation = sim3.create_capacity_reservation(ad1, SHAPE, 2, display_name='r1')['id']
+    sim3.capacity.set(SHAPE, 2, ad1)  # no on-demand host left beside the reserved ones
+    config3['capacity_sources'][0].update(name='r1', kind='reservation', capacity_reservation_id=reservation,
+                                          instance_configuration_id=template(sim3, ad1, config3['instance_configuration_id'],
+                                                                             reservation))
+    first = _autoscale.Autoscaler(config3)
+    assert [m['capacity_source'] for m in first.resume('gpu-[1-2]')] == ['r1', 'r1'] and first.capacity_notes == []
+    second = _autoscale.Autoscaler(config3)
+    assert [m['capacity_source'] for m in second.resume('gpu-[3-4]')] == ['ad-2', 'ad-2']
+    assert second.capacity_notes == ['reservation r1 full, running in ad-2']
+    logged(config3, 'resume gpu-[3-4]: r1: reservation r1 full (Out of host capacity.); cooling until ')
+    svc = service.Service(config3, _autoscale.Autoscaler, None)
+    svc._read_reservations(second)  # pylint: disable=protected-access
+    assert svc.hosts_free == {'r1': 0}
+    first.suspend('gpu-[1-2]')
+    svc._read_reservations(second)  # pylint: disable=protected-access
+    assert svc.hosts_free == {'r1': 2}
+    assert 'ocigpu_autoscaler_capacity_source_hosts_free{source="r1"} 2\n' in svc.metrics_text()
