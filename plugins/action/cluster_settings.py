@@ -17,7 +17,7 @@ from ansible.module_utils.errors import ArgumentValueError
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils import _capacity
+from ansible_collections.ocigpu.cluster.plugins.plugin_utils import _capacity_sources as _capacity
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 
 COLLECTION_ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -94,7 +94,7 @@ def suggestion(name, known):
 
 def capacity_sources_problem(name, value):
     """The problem with gpu_capacity_sources beyond its type (a list of dicts), or None: each source is
-    checked as the playbooks will read it (module_utils/_capacity.normalize_sources), so that a misspelt key
+    checked as the playbooks will read it (plugin_utils/_capacity_sources.normalize_sources), so that a misspelt key
     inside a source, a bad name or OCID is refused here too; the schema's argument-spec form has no
     place for a list's own keys."""
     try:

@@ -52,7 +52,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import normalize_sources
+from ansible_collections.ocigpu.cluster.plugins.plugin_utils._capacity_sources import normalize_sources
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 
 

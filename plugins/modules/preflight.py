@@ -151,10 +151,9 @@ options:
     version_added: 0.4.0
   capacity_sources:
     description:
-      - Where the GPU nodes' hosts come from, in order - C(gpu_capacity_sources) of the cluster vars, as given or as
-        the P(ocigpu.cluster.capacity_sources#filter) filter returns them. Each a dict with C(capacity_reservation_id)
-        (a capacity reservation) or C(availability_domain) (that AD's on-demand hosts), and C(name),
-        C(fault_domains) and C(kind) (ignored; read from the reservation OCID).
+      - Where the GPU nodes' hosts come from, in order - C(gpu_capacity_sources) of the cluster vars as the
+        P(ocigpu.cluster.capacity_sources#filter) filter returns them, checked and named - each with
+        C(capacity_reservation_id) (a capacity reservation) or C(availability_domain) (that AD's on-demand hosts).
       - A source that cannot serve the plan is a problem naming C(gpu_capacity_sources[N]) and the reason - a
         reservation OCI does not let us read (404), not ACTIVE, in another compartment or AD, of another shape,
         or pinned to another HPC island or network blocks; an AD the compartment does not see.
@@ -163,6 +162,26 @@ options:
     elements: dict
     default: []
     version_added: 0.5.0
+    suboptions:
+      name:
+        description: The source's name, as the job comments and the table show it.
+        type: str
+        required: true
+      kind:
+        description: C(reservation) or C(on-demand); read again from O(capacity_sources[].capacity_reservation_id).
+        type: str
+        choices: [reservation, on-demand]
+      availability_domain:
+        description: The source's availability domain (a reservation's may be left out; the preflight reads it).
+        type: str
+      capacity_reservation_id:
+        description: The capacity reservation's OCID; none for an availability domain's on-demand hosts.
+        type: str
+      fault_domains:
+        description: The fault domains given (single instances only; not checked here).
+        type: list
+        elements: str
+        default: []
 attributes:
   check_mode:
     details: The module only reads (its one POST, the capacity report, creates nothing) and runs the same in check mode.
@@ -295,10 +314,9 @@ checks:
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _preflight
-from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import RESERVATION, normalize_sources
+from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import ON_DEMAND, RESERVATION, ad_suffix
 from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
 from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import ServiceError
-from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
 
 
 class PlanCheck(_preflight.Preflight):
@@ -313,23 +331,27 @@ class PlanCheck(_preflight.Preflight):
         self._sources()
 
     def _sources(self):
-        """gpu_capacity_sources in their checked form (as given, or as the capacity_sources filter returns
-        them); the availability domains are checked against OCI's in check_with_oci."""
+        """gpu_capacity_sources as the capacity_sources filter returns them (each named, in order); a source with
+        neither a reservation nor an AD is a problem. The ADs are checked against OCI's in check_with_oci."""
         given = self.p['capacity_sources'] or []
         if not given:
             return
-        try:
-            self.sources = normalize_sources(
-                [dict((k, v) for k, v in source.items() if k != 'kind') for source in given])
-        except InputError as exc:
-            self.problems.append(str(exc))
+        self.sources = []
+        for index, source in enumerate(given, 1):
+            reservation = source.get('capacity_reservation_id') or None
+            if not reservation and not source.get('availability_domain'):
+                self.problems.append('gpu_capacity_sources[%d] (%s): give a capacity_reservation_id or an '
+                                     'availability_domain' % (index, source['name']))
+            self.sources.append(dict(source, kind=RESERVATION if reservation else ON_DEMAND,
+                                     capacity_reservation_id=reservation))
 
     def _capacity_sources(self, ad, ads):
         """checks.capacity_sources: per source (the plan's AD alone when none is given) its hosts free for
         the GPU shape, and checks.capacity_source: the first that holds the new static nodes. A reservation
         that cannot serve the plan is a problem with the reason; a static plan that no source holds is a
         problem with the table; one that only a later source holds, a warning."""
-        sources = self.sources if self.sources is not None else normalize_sources([], ad)
+        sources = self.sources if self.sources is not None else [dict(
+            name=ad_suffix(ad) or 'ad-1', kind=ON_DEMAND, availability_domain=ad, capacity_reservation_id=None)]
         shape = self.p['gpu_shape']
         rows = []
         for index, source in enumerate(sources, 1):

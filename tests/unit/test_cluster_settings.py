@@ -234,7 +234,7 @@ def test_the_quickstart_table_lists_exactly_the_settings_with_their_defaults():
 
 def test_capacity_sources_are_checked_source_by_source():
     """gpu_capacity_sources is a list of dicts; each source is checked as the playbooks read it
-    (module_utils/_capacity.normalize_sources): a misspelt key inside a source is refused with the nearest."""
+    (plugin_utils/_capacity_sources.normalize_sources): a misspelt key inside a source is refused with the nearest."""
     reservation = 'ocid1.capacityreservation.oc1.ap-tokyo-1.aaaar1'
     good = [dict(name='r1', capacity_reservation_id=reservation),
             dict(availability_domain='Uocm:AP-TOKYO-1-AD-2', fault_domains=['FAULT-DOMAIN-1'])]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import (
-    describe_failure, is_stock_out, normalize_sources)
+from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import describe_failure, is_stock_out
 from ansible_collections.ocigpu.cluster.plugins.module_utils._resource import InputError
+from ansible_collections.ocigpu.cluster.plugins.plugin_utils._capacity_sources import normalize_sources
 
 AD1 = 'Uocm:AP-TOKYO-1-AD-1'
 AD2 = 'Uocm:AP-TOKYO-1-AD-2'

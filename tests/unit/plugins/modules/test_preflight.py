@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from ansible.errors import AnsibleFilterError
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _preflight
+from ansible_collections.ocigpu.cluster.plugins.filter.capacity import capacity_sources as capacity_sources_filter
 from ansible_collections.ocigpu.cluster.plugins.modules import preflight
 
 GPU_IMAGE = 'Oracle-Linux-9.6-Gen2-GPU-2025.10.23-0'
@@ -49,6 +51,9 @@ def plan(ocisim, ssh_key):
 def check(run, ocisim, plan):
     """Run the preflight on the plan with some variables changed; assert it read only."""
     def _check(fail=False, check_mode=False, **changes):
+        if changes.get('capacity_sources') and 'kind' not in changes['capacity_sources'][0]:
+            # As provision.yml hands them over: through the capacity_sources filter (checked and named).
+            changes['capacity_sources'] = capacity_sources_filter(changes['capacity_sources'])
         args = dict(plan, **changes)
         args = dict((k, v) for k, v in args.items() if v is not None)
         ocisim.calls.reset()
@@ -516,21 +521,23 @@ def test_a_reservation_oci_will_not_read_is_a_problem_naming_it(check, ocisim, r
     assert _rows(result) == [('reservation-1', 'reservation', None, None)]
 
 
-def test_a_bad_source_is_refused_up_front(check, ocisim):
+def test_a_bad_source_is_refused_up_front(check, ocisim, run, plan):
     ad1 = _ads(ocisim)[0]
-    result = check(fail=True, capacity_sources=[dict(availability_domian=ad1)])
-    assert result['problems'][0].startswith('gpu_capacity_sources[1]: unknown key(s) availability_domian')
+    with pytest.raises(AnsibleFilterError, match=r'gpu_capacity_sources\[1\]: unknown key\(s\) availability_domian'):
+        capacity_sources_filter([dict(availability_domian=ad1)])
+    # Handed over without the filter: the module's own options refuse a misspelt key, before any call.
+    ocisim.calls.reset()
+    result = run(preflight, dict(plan, capacity_sources=[dict(name='ad-1', availability_domian=ad1)]), fail=True)
+    assert 'availability_domian' in result['msg'] and mutations(ocisim) == 0
     result = check(fail=True, capacity_sources=[dict(availability_domain='Abcd:AP-TOKYO-1-AD-9')])
     assert result['problems'] == ['gpu_capacity_sources[1] (ad-9): Abcd:AP-TOKYO-1-AD-9 is not an availability domain of '
                                   'the compartment (%s)' % ', '.join(_ads(ocisim))]
 
 
 def test_the_sources_as_the_filter_returns_them_are_taken(check, ocisim, reservations):
-    from ansible_collections.ocigpu.cluster.plugins.filter.capacity import capacity_sources
-
     reservations(R1)
     ad1 = _ads(ocisim)[0]
-    sources = capacity_sources([dict(capacity_reservation_id=R1), dict(availability_domain=ad1)], ad1)
+    sources = capacity_sources_filter([dict(capacity_reservation_id=R1), dict(availability_domain=ad1)], ad1)
     result = check(capacity_sources=sources)
     assert [r['name'] for r in result['checks']['capacity_sources']] == ['reservation-1', 'ad-1']
     assert result['checks']['capacity_source'] == 'reservation-1'
