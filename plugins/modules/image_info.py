@@ -42,6 +42,13 @@ options:
     description: Return only the newest match.
     type: bool
     default: false
+  freeform_tags:
+    description:
+      - Only images that carry every one of these freeform tags with the value given (a cluster's baked
+        images carry C(ocigpu-cluster) and C(ocigpu-bake-digest), docs/baking.md).
+    type: dict
+    default: {}
+    version_added: 0.5.0
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 """
@@ -73,6 +80,7 @@ images:
     operating_system: {description: Operating system., type: str}
     operating_system_version: {description: Operating system version., type: str}
     time_created: {description: Creation time., type: str}
+    freeform_tags: {description: The image's freeform tags., type: dict, version_added: 0.5.0}
 """
 
 from ansible_collections.ocigpu.cluster.plugins.module_utils import _launch
@@ -88,11 +96,14 @@ class ImageInfo(OCIModule):
             image = self.session.get_or_none(self.session.compute.get_image, p['image_id'])
             if image is None:
                 raise InputError('image_id: image %s not found' % p['image_id'])
-            images = [_launch._image_dict(image)]
+            images = [dict(_launch._image_dict(image), freeform_tags=dict(image.freeform_tags or {}))]
         else:
             found = _launch.list_images(self.session, p['compartment_id'], p['operating_system'],
                                         p['operating_system_version'], p['shape'], p['display_name'])
-            images = sorted((_launch._image_dict(i) for i in found), key=lambda i: i['time_created'] or '', reverse=True)
+            want = p['freeform_tags'] or {}
+            found = [i for i in found if all((i.freeform_tags or {}).get(k) == v for k, v in want.items())]
+            images = sorted((dict(_launch._image_dict(i), freeform_tags=dict(i.freeform_tags or {})) for i in found),
+                            key=lambda i: i['time_created'] or '', reverse=True)
         if p['newest_only']:
             images = images[:1]
         return {'images': images}
@@ -107,6 +118,7 @@ def main():
         operating_system_version=dict(type='str'),
         shape=dict(type='str'),
         newest_only=dict(type='bool', default=False),
+        freeform_tags=dict(type='dict', default={}),
     ), wait=False, tags=False, mutually_exclusive=[('image_id', 'display_name')]).run()
 
 

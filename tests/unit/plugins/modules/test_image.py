@@ -136,3 +136,20 @@ def test_a_builder_that_is_gone_is_refused(run, ocisim, base, builder):
     run(instance, dict(base, display_name='c1-bake-builder', state='absent'))
     gone = run(image, make_args(base, builder), fail=True)
     assert gone['msg'].startswith('instance_id: instance %s not found' % builder['id'])
+
+
+def test_image_info_finds_the_clusters_baked_images_by_their_tags(run, ocisim, base, builder):
+    """provision.yml's lookup of the newest baked image (gpu_image_bake): image_info's freeform_tags keep the
+    images that carry every tag given, with their tags in the answer."""
+    from ansible_collections.ocigpu.cluster.plugins.modules import image_info
+
+    made = run(image, make_args(base, builder))['image']
+    run(image, make_args(base, builder, digest='b' * 64, cluster_name='c2'))
+    look = dict(compartment_id=ocisim.compartment_id, freeform_tags={'ocigpu-cluster': 'c1'})
+    found = run(image_info, look)['images']
+    assert [i['id'] for i in found] == [made['id']]
+    assert found[0]['freeform_tags']['ocigpu-bake-digest'] == DIGEST
+    assert run(image_info, dict(look, freeform_tags={'ocigpu-cluster': 'c3'}))['images'] == []
+    # Without the option, platform images too, each with its (empty) tags.
+    everything = run(image_info, dict(compartment_id=ocisim.compartment_id))['images']
+    assert made['id'] in [i['id'] for i in everything] and all('freeform_tags' in i for i in everything)
