@@ -12,7 +12,8 @@ description:
     tenancy, with their bastions, and groups them for the roles of this collection.
   - GPU nodes that the Slurm autoscaler launched (freeform tag C(ocigpu-slurm-node)) configure
     themselves at boot; they are in the group C(gpu_nodes_on_demand), not C(gpu_nodes), so that
-    configure.yml leaves them alone.
+    configure.yml leaves them alone. So is the builder of a baked image while ocigpu.cluster.bake runs
+    (freeform tag C(ocigpu-role=bake-builder)), in the group C(bake_builders).
   - Discovery is done in bulk and in parallel. Per compartment it lists instances and VNIC
     attachments once (not once per instance); private IPs are listed once per subnet; cluster
     networks, instance pools and compute clusters are listed once per compartment. The number of
@@ -627,8 +628,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def _groups(self, host, controllers):
         # On-demand nodes (the Slurm autoscaler's, tagged with their Slurm name) configure themselves
         # (the pull path): they get a group of their own, so a push of configure.yml leaves them alone.
-        on_demand = 'ocigpu-slurm-node' in (host['freeform_tags'] or {})
-        groups = ['bastion' if host['role'] == _inventory.ROLE_BASTION else ('gpu_nodes_on_demand' if on_demand else 'gpu_nodes')]
+        # A bake's builder (tagged ocigpu-role=bake-builder by bake.yml) is no node of the cluster either.
+        tags = host['freeform_tags'] or {}
+        on_demand = 'ocigpu-slurm-node' in tags
+        kind = 'gpu_nodes_on_demand' if on_demand else 'bake_builders' if tags.get('ocigpu-role') == 'bake-builder' else 'gpu_nodes'
+        groups = ['bastion' if host['role'] == _inventory.ROLE_BASTION else kind]
         if host['cluster']:
             groups.append(self._group_names[('cluster', host['cluster'], host['compartment_id'])])
             if controllers.get(_cluster_key(host)) is host:

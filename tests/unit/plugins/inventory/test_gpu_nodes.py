@@ -496,6 +496,19 @@ def test_on_demand_nodes_get_a_group_of_their_own(ocisim, inventory):
     assert name[pulled[0]] in result.groups['cluster_alpha']
 
 
+def test_a_bake_builder_is_no_node_to_configure(ocisim, inventory):
+    """bake.yml's builder (tag ocigpu-role=bake-builder) is of the cluster and the GPU shape, but configure.yml must
+    not push to it: it is in bake_builders, not gpu_nodes."""
+    team = ocisim.add_compartment('baking')['id']
+    a = _cluster(ocisim, 'alpha', 2, team, 0)
+    builder = ocisim.seed_instances(1, [team], shape='BM.GPU4.8', name_prefix='alpha-bake-builder', subnet_id=a['private_subnet'],
+                                    freeform_tags={'ocigpu-cluster': 'alpha', 'ocigpu-role': 'bake-builder'})
+    result = inventory(cluster='alpha')
+    name = {iid: h['name'] for iid, h in result.by_id().items()}
+    assert result.groups['bake_builders'] == [name[builder[0]]]
+    assert result.groups['gpu_nodes'] == sorted(name[i] for i in a['nodes'])
+
+
 def test_a_replacement_carries_its_slurm_name_and_stays_a_pushed_node(ocisim, inventory):
     """provision.yml's replacement (gpu_replace_nodes) tags the new instance with the Slurm name of the node it
     replaced; configure.yml pushes to it (gpu_nodes) and makes ocigpu_slurm_name its host name."""
