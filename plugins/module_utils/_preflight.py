@@ -88,10 +88,7 @@ def plan_argument_spec():
         autoscaling=dict(type='bool', default=False),
         autoscaling_max_nodes=dict(type='int', default=8),
         shared_home=dict(type='str', default='', choices=['', 'fss']),
-        capacity_sources=dict(type='list', elements='dict', default=[], options=dict(
-            name=dict(type='str', required=True), kind=dict(type='str', choices=['reservation', 'on-demand']),
-            availability_domain=dict(type='str'), capacity_reservation_id=dict(type='str'),
-            fault_domains=dict(type='list', elements='str', default=[]))),
+        capacity_sources=dict(type='list', elements='dict', default=[]),
     )
 
 

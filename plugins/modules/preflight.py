@@ -152,8 +152,9 @@ options:
   capacity_sources:
     description:
       - Where the GPU nodes' hosts come from, in order - C(gpu_capacity_sources) of the cluster vars as the
-        P(ocigpu.cluster.capacity_sources#filter) filter returns them, checked and named - each with
-        C(capacity_reservation_id) (a capacity reservation) or C(availability_domain) (that AD's on-demand hosts).
+        P(ocigpu.cluster.capacity_sources#filter) filter returns them, checked and named - each with C(name),
+        C(capacity_reservation_id) (a capacity reservation) or C(availability_domain) (that AD's on-demand hosts),
+        and C(kind) and C(fault_domains) (not checked here); any other key is a problem.
       - A source that cannot serve the plan is a problem naming C(gpu_capacity_sources[N]) and the reason - a
         reservation OCI does not let us read (404), not ACTIVE, in another compartment or AD, of another shape,
         or pinned to another HPC island or network blocks; an AD the compartment does not see.
@@ -162,26 +163,6 @@ options:
     elements: dict
     default: []
     version_added: 0.5.0
-    suboptions:
-      name:
-        description: The source's name, as the job comments and the table show it.
-        type: str
-        required: true
-      kind:
-        description: C(reservation) or C(on-demand); read again from O(capacity_sources[].capacity_reservation_id).
-        type: str
-        choices: [reservation, on-demand]
-      availability_domain:
-        description: The source's availability domain (a reservation's may be left out; the preflight reads it).
-        type: str
-      capacity_reservation_id:
-        description: The capacity reservation's OCID; none for an availability domain's on-demand hosts.
-        type: str
-      fault_domains:
-        description: The fault domains given (single instances only; not checked here).
-        type: list
-        elements: str
-        default: []
 attributes:
   check_mode:
     details: The module only reads (its one POST, the capacity report, creates nothing) and runs the same in check mode.
@@ -318,6 +299,8 @@ from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import ON
 from ansible_collections.ocigpu.cluster.plugins.module_utils._module import OCIModule
 from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import ServiceError
 
+SOURCE_KEYS = ('name', 'kind', 'availability_domain', 'capacity_reservation_id', 'fault_domains')
+
 
 class PlanCheck(_preflight.Preflight):
     """The preflight's checks, with the capacity sources' (docs/capacity.md) here: only this module reads them."""
@@ -339,6 +322,11 @@ class PlanCheck(_preflight.Preflight):
         self.sources = []
         for index, source in enumerate(given, 1):
             reservation = source.get('capacity_reservation_id') or None
+            unknown = sorted(set(source) - set(SOURCE_KEYS)) + ([] if source.get('name') else ['no name'])
+            if unknown:
+                self.problems.append('gpu_capacity_sources[%d]: %s; a source takes %s (the capacity_sources filter '
+                                     'names and checks them)' % (index, ', '.join(unknown), ', '.join(SOURCE_KEYS)))
+                continue
             if not reservation and not source.get('availability_domain'):
                 self.problems.append('gpu_capacity_sources[%d] (%s): give a capacity_reservation_id or an '
                                      'availability_domain' % (index, source['name']))

@@ -521,14 +521,13 @@ def test_a_reservation_oci_will_not_read_is_a_problem_naming_it(check, ocisim, r
     assert _rows(result) == [('reservation-1', 'reservation', None, None)]
 
 
-def test_a_bad_source_is_refused_up_front(check, ocisim, run, plan):
+def test_a_bad_source_is_refused_up_front(check, ocisim):
     ad1 = _ads(ocisim)[0]
     with pytest.raises(AnsibleFilterError, match=r'gpu_capacity_sources\[1\]: unknown key\(s\) availability_domian'):
         capacity_sources_filter([dict(availability_domian=ad1)])
-    # Handed over without the filter: the module's own options refuse a misspelt key, before any call.
-    ocisim.calls.reset()
-    result = run(preflight, dict(plan, capacity_sources=[dict(name='ad-1', availability_domian=ad1)]), fail=True)
-    assert 'availability_domian' in result['msg'] and mutations(ocisim) == 0
+    # Handed over without the filter: the module refuses a misspelt key too, as a problem of the plan.
+    result = check(fail=True, capacity_sources=[dict(name='ad-1', kind='on-demand', availability_domian=ad1)])
+    assert result['problems'][0].startswith('gpu_capacity_sources[1]: availability_domian; a source takes name, kind')
     result = check(fail=True, capacity_sources=[dict(availability_domain='Abcd:AP-TOKYO-1-AD-9')])
     assert result['problems'] == ['gpu_capacity_sources[1] (ad-9): Abcd:AP-TOKYO-1-AD-9 is not an availability domain of '
                                   'the compartment (%s)' % ', '.join(_ads(ocisim))]
