@@ -14,7 +14,6 @@ import json
 import logging
 import math
 import os
-import subprocess
 
 from . import workrequests
 from .catalog import SHAPES_BY_NAME
@@ -162,15 +161,7 @@ def command_hook(sim, command, log_path=None):
         env = dict(os.environ, OCISIM_EVENT="image", OCISIM_INSTANCE_ID=instance["id"], OCISIM_IMAGE_ID=image["id"],
                    OCISIM_DISPLAY_NAME=image["displayName"], OCISIM_ENDPOINT=sim.endpoint or "",
                    OCISIM_INSTANCE_JSON=json.dumps(instance), OCISIM_IMAGE_JSON=json.dumps(image))
-        out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # pylint: disable=consider-using-with
-        try:
-            proc = subprocess.Popen(command, shell=True, env=env, stdout=out, stderr=out,  # pylint: disable=consider-using-with
-                                    stdin=subprocess.DEVNULL)
-        finally:
-            if log_path:
-                out.close()
-        sim.hook_processes.append(proc)
-        return proc
+        return sim.spawn_hook(command, env, log_path)
     return hook
 
 

@@ -225,6 +225,18 @@ class Simulator:
         self.hooks.append(hook)
         return hook
 
+    def spawn_hook(self, command, env, log_path=None):
+        """Start a hook command in the background (its output appended to log_path); returns its process."""
+        out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # pylint: disable=consider-using-with
+        try:
+            proc = subprocess.Popen(command, shell=True, env=env, stdout=out, stderr=out,  # pylint: disable=consider-using-with
+                                    stdin=subprocess.DEVNULL)
+        finally:
+            if log_path:
+                out.close()
+        self.hook_processes.append(proc)
+        return proc
+
     def on_instance_command(self, command, log_path=None):
         """Register a shell command as instance hook (process mode: --on-instance).  It runs in the
         background, not delaying the API answer, with the environment OCISIM_EVENT (launch |
@@ -243,14 +255,7 @@ class Simulator:
                        OCISIM_PUBLIC_IP=primary.get("publicIp") or "",
                        OCISIM_SUBNET_CIDR=subnet.get("cidrBlock") or "", OCISIM_ENDPOINT=self.endpoint or "",
                        OCISIM_IMAGE_ID=instance["imageId"], OCISIM_INSTANCE_JSON=json.dumps(instance))
-            out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # pylint: disable=consider-using-with
-            try:
-                proc = subprocess.Popen(command, shell=True, env=env, stdout=out, stderr=out,  # pylint: disable=consider-using-with
-                                        stdin=subprocess.DEVNULL)
-            finally:
-                if log_path:
-                    out.close()
-            self.hook_processes.append(proc)
+            self.spawn_hook(command, env, log_path)
         self.on_image(images.command_hook(self, command, log_path))
         return self.on_instance(hook)
 
