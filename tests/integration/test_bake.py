@@ -122,6 +122,11 @@ def test_adopted_by_digest_pruned_and_predicted(simulator, tmp_path):
     assert mutations(simulator) == 0, admin(simulator, 'GET', '/calls')
     assert 'kept 2 images of cluster bake; deleted 0' in out
 
+    # The teardown deletes the cluster's baked images with the rest: they are billed for their storage.
+    out = playbook(os.path.join(COLLECTION_PLAYBOOKS, 'teardown.yml'), simulator, tmp_path, **cluster)['stdout']
+    assert 'Nothing billable of bake is left.' in out
+    assert available(simulator) == []
+
 
 def test_a_failed_bake_terminates_the_builder(tmp_path):
     """The builder never answers SSH (its bastion's public address, in 198.19.250.0/24, has no host): the bake fails,
