@@ -42,7 +42,7 @@ def main(work, t_submit, t_resume, t_registered, t_done):
     lines = open(os.path.join(work, 'autoscaler.log')).read().splitlines()
     called = first(lines, ' INFO resume gpu-') or t_resume
     creating = first(lines, ': creating cluster network')
-    running = first(lines, ' RUNNING (work request')
+    running = first(lines, ' RUNNING (work request') or first(lines, ' RUNNING in ')  # with capacity sources: 'in <source>'
     nodes = []
     for path in sorted(glob.glob(os.path.join(work, '*.pull.json'))):
         name = os.path.basename(path)[:-len('.pull.json')]
