@@ -111,7 +111,7 @@ image:
   contains:
     id: {description: OCID., type: str}
     display_name: {description: Display name., type: str}
-    lifecycle_state: {description: PROVISIONING, AVAILABLE, DISABLED or DELETED., type: str}
+    lifecycle_state: {description: 'PROVISIONING, AVAILABLE, DISABLED or DELETED.', type: str}
     freeform_tags: {description: Freeform tags., type: dict}
     base_image_id: {description: The image the instance was launched from., type: str}
     time_created: {description: When it was made., type: str}

@@ -46,9 +46,11 @@ demo_start_sim() {
   podman network create --subnet "$DEMO_PRIVATE_NET" --gateway "$DEMO_GATEWAY" ocigpu-demo >/dev/null
   podman network create --subnet "$DEMO_PUBLIC_NET" --gateway "${DEMO_PUBLIC_NET%.0/24}.1" ocigpu-demo-public >/dev/null
   demo_check_addresses
+  local sim_args=()
+  read -ra sim_args <<< "${DEMO_SIM_ARGS:-}"
   python -m tests.ocisim --port 0 --write-config "$DEMO_WORK/oci/config" --public-ip-cidr "$DEMO_PUBLIC_NET" \
     --on-instance "bash $OCIGPU_ROOT/tests/demo/standin.sh" --hook-log "$DEMO_WORK/standins.log" \
-    --local-block-hosts 2 ${DEMO_SIM_ARGS:-} > "$DEMO_WORK/sim.json" 2> "$DEMO_WORK/sim.log" &
+    --local-block-hosts 2 "${sim_args[@]}" > "$DEMO_WORK/sim.json" 2> "$DEMO_WORK/sim.log" &
   DEMO_SIM_PID=$!
   local _
   for _ in $(seq 50); do [ -s "$DEMO_WORK/sim.json" ] && break; sleep 0.2; done

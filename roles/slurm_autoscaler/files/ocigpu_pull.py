@@ -296,7 +296,7 @@ def bundle_digests(bundle_dir):
 def collection_label(settings):
     """'ocigpu.cluster x.y.z' from pull.json's collections."""
     for entry in settings.get('collections') or []:
-        if str(entry).split(' ')[0] == 'ocigpu.cluster':
+        if str(entry).split(' ', 1)[0] == 'ocigpu.cluster':
             return str(entry)
     return 'ocigpu.cluster'
 

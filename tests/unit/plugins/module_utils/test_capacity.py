@@ -23,8 +23,8 @@ def test_no_sources_is_the_plans_availability_domain():
 def test_sources_keep_their_order_and_get_names():
     found = normalize_sources([{'capacity_reservation_id': RES}, {'availability_domain': AD1},
                                {'availability_domain': AD2, 'name': 'spare', 'fault_domains': ['FAULT-DOMAIN-2']}])
-    assert [(s['name'], s['kind']) for s in found] == [('reservation-1', 'reservation'), ('ad-1', 'on-demand'),
-                                                      ('spare', 'on-demand')]
+    assert [(s['name'], s['kind']) for s in found] == [
+        ('reservation-1', 'reservation'), ('ad-1', 'on-demand'), ('spare', 'on-demand')]
     assert found[0]['availability_domain'] is None and found[2]['fault_domains'] == ['FAULT-DOMAIN-2']
 
 
