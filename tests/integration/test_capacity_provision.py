@@ -105,7 +105,8 @@ def test_a_static_cluster_goes_to_the_next_source_and_stays_there(simulator2, tm
         dict(name='ad-2', kind='on-demand', availability_domain=ad2, capacity_reservation_id=None,
              instance_configuration_id=templates['cap-gpu-template-ad-2'].id)]
     # A source whose template provision.yml did not make: refused, saying what to run.
-    late = dict(vars_, autoscaling=True, gpu_capacity_sources=vars_['gpu_capacity_sources'] + [dict(name='late', availability_domain=ad2)])
+    late = dict(vars_)
+    late.update(autoscaling=True, gpu_capacity_sources=vars_['gpu_capacity_sources'] + [dict(name='late', availability_domain=ad2)])
     out = on_demand_settings(sim, tmp_path, fail=True, **late)
     assert 'missing: cap-gpu-template-late of cluster cap. Run provision.yml' in ' '.join(out.split())
 
