@@ -681,8 +681,12 @@ def bake_clean(opts, log, run=subprocess.run):
     paths = [os.path.join(opts.prefix, 'bundle'), os.path.join(opts.prefix, 'bundle.tar.gz'), opts.log_file]
     paths += sorted(glob.glob(os.path.join(opts.state_dir, '*')))
     for pattern in ('/etc/ssh/ssh_host_*', '/var/lib/dbus/machine-id', '/var/lib/cloud/instances', '/var/lib/cloud/instance',
-                    '/var/log/cloud-init*.log', '/root/.ansible', '/tmp/*'):
+                    '/var/log/cloud-init*.log', '/root/.ansible/*', '/tmp/*'):
         paths += under(pattern)
+    # Not the files of the Ansible task that runs this program (its module's payload in /tmp, its folder
+    # under ~/.ansible/tmp): removed under it, the task fails; Ansible removes them when the task ends.
+    paths = [path for path in paths if not os.path.basename(path).startswith('ansible') and path != os.path.join(
+        opts.root, 'root/.ansible/tmp')]
     removed = [path for path in paths if _remove(path)]
     machine_id = os.path.join(opts.root, 'etc/machine-id')
     if os.path.exists(machine_id):

@@ -225,7 +225,8 @@ def builder_root(root):
                       ('etc/ssh/sshd_config', 'Port 22\n'), ('etc/machine-id', 'abc123\n'), ('var/lib/dbus/machine-id', 'abc123\n'),
                       ('var/lib/cloud/instances/ocid1.instance.oc1..b/user-data.txt', '#!/bin/bash\n'),
                       ('var/log/cloud-init.log', 'log'), ('var/log/cloud-init-output.log', 'log'), ('var/log/messages', 'kept'),
-                      ('root/.ansible/tmp/x', 'x'), ('tmp/bundle.tar.gz', 'x'), ('tmp/ansible-local/y', 'y'),
+                      ('root/.ansible/galaxy_cache/x', 'x'), ('root/.ansible/tmp/ansible-tmp-1/AnsiballZ_command.py', 'x'),
+                      ('tmp/bundle.tar.gz', 'x'), ('tmp/other-local/y', 'y'), ('tmp/ansible_command_payload_1/y', 'y'),
                       ('home/opc/.ssh/authorized_keys', 'ssh-ed25519 AAAA operator\n')):
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -286,12 +287,13 @@ def test_bake_runs_the_bake_playbook_writes_the_manifest_then_cleans(tmp_path):
     # the cleaning
     gone = ['opt/ocigpu-pull/bundle', 'opt/ocigpu-pull/bundle.tar.gz', 'var/lib/ocigpu-pull/bake.json', 'var/log/ocigpu-pull.log',
             'etc/ssh/ssh_host_ed25519_key', 'etc/ssh/ssh_host_ed25519_key.pub', 'var/lib/dbus/machine-id', 'var/lib/cloud/instances',
-            'var/lib/cloud/instance', 'var/log/cloud-init.log', 'var/log/cloud-init-output.log', 'root/.ansible',
-            'tmp/bundle.tar.gz', 'tmp/ansible-local']
+            'var/lib/cloud/instance', 'var/log/cloud-init.log', 'var/log/cloud-init-output.log', 'root/.ansible/galaxy_cache',
+            'tmp/bundle.tar.gz', 'tmp/other-local']
     assert [rel for rel in gone if os.path.lexists(str(root / rel))] == []
     assert (root / 'etc/machine-id').read_text() == ''
+    # The Ansible task that runs the bake keeps its own files (it removes them when it ends).
     kept = ['etc/ssh/sshd_config', 'var/log/messages', 'home/opc/.ssh/authorized_keys', 'opt/ocigpu-pull/venv/bin', 'tmp',
-            'etc/ocigpu/baked.json']
+            'etc/ocigpu/baked.json', 'root/.ansible/tmp/ansible-tmp-1/AnsiballZ_command.py', 'tmp/ansible_command_payload_1']
     assert [rel for rel in kept if not (root / rel).exists()] == []
     assert commands == []  # the journal is the real machine's: vacuumed only when the root is /
 
