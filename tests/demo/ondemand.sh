@@ -7,13 +7,24 @@
 #      with the collection's cloud-init; no GPU node)
 #   3. configure the controller over SSH: Slurm with power saving (SuspendTime 30 s here), the
 #      resume/suspend programs and the pull server; the cluster has no GPU node
-#   4. three jobs of 2, 1 and 1 nodes at once, with hosts for 3 nodes and slurmctld restarted 2 s
-#      into the resume: slurmctld calls the resume program, which hands the request to the
-#      autoscaler service (it outlives the restart) -> one cluster network per job -> the jobs
+#   4. jobs of 2, 2 and then 1 node over three capacity sources (docs/capacity.md): a
+#      capacity reservation r1 of 2 hosts in AD-1, AD-1's on-demand hosts (none: the reservation
+#      holds them) and AD-2's (2 hosts), with slurmctld restarted 2 s into the resume: slurmctld
+#      calls the resume program, which hands the request to the autoscaler service (it outlives
+#      the restart) -> one cluster network per job, in the first source that has the hosts: one
+#      job runs in r1, the next finds r1 full and AD-1 out of hosts and runs in AD-2 (its comment
+#      names the sources; the time from the stock-out to the next create is printed) -> the jobs
 #      that fit get stand-ins that boot and run the pull path (tags from the metadata service,
 #      bundle and munge key from the controller, the roles against themselves) -> slurmd
-#      registers -> the jobs run and their output is checked; the job that does not fit is told
-#      why in its comment within a minute, requeued, and runs once the others' hosts are free
+#      registers -> the jobs run and their output is checked; the last job, submitted once another
+#      moved to the next source, finds no source that can hold it: it is told why in its comment
+#      within a minute, requeued (never held), and runs once the others' hosts are free
+#      (DEMO_SOURCES= : one source, jobs of 2, 1 and 1 nodes at once, hosts for 3)
+#   4a. the GPU image baked (DEMO_BAKE=1 runs it, with the loop; docs/baking.md): ocigpu.cluster.bake
+#      runs ocigpu-pull --bake on a builder from the bundle the controller serves and makes an image of it
+#      (the stand-in's container committed); its files are listed (no key, host key, machine-id, bundle or
+#      log in it); the node templates and the autoscaler take it; a second bake adopts it. The nodes of
+#      4b and 5b boot from it, and their pulls skip the baked roles (figures beside step 4's at the end)
 #   4b. the self-healing loop (DEMO_HEAL= leaves it out): the last job's node is made sick while a
 #      job holds it, slurmd's health check drains it, the loop replaces it, the new instance pulls
 #      and passes its checks, and a job runs on it under the old Slurm name
@@ -43,9 +54,18 @@ SUSPEND_TIME=${DEMO_SUSPEND_TIME:-30}
 # configure run that restarts slurmctld in the middle of a resume). DEMO_NODES=N runs one N-node job
 # with neither (tests/perf/pull_bench.sh runs 2, 4 and 8).
 if [ -n "${DEMO_NODES:-}" ]; then
-  JOBS=$DEMO_NODES CAPACITY='' RESTART_AFTER='' HEAL=''
+  JOBS=$DEMO_NODES CAPACITY='' RESTART_AFTER='' HEAL='' SOURCES='' BAKE=''
 else
-  JOBS=${DEMO_JOBS:-2 1 1} CAPACITY=${DEMO_CAPACITY-3} RESTART_AFTER=${DEMO_RESTART_AFTER-2} HEAL=${DEMO_HEAL-1}
+  RESTART_AFTER=${DEMO_RESTART_AFTER-2} HEAL=${DEMO_HEAL-1} SOURCES=${DEMO_SOURCES-1}
+  # The baked GPU image after step 4 (docs/baking.md; DEMO_BAKE=1): the loop's new instances boot from it.
+  BAKE=${DEMO_BAKE-}
+  if [ -n "$SOURCES" ]; then
+    # The capacity sources: hosts for 4 of the 5 nodes, 2 in the reservation and 2 in AD-2.
+    JOBS=${DEMO_JOBS:-2 2 1} CAPACITY=''
+    export DEMO_SIM_ARGS="--availability-domains 2"
+  else
+    JOBS=${DEMO_JOBS:-2 1 1} CAPACITY=${DEMO_CAPACITY-3}
+  fi
 fi
 NODES=0
 for n in $JOBS; do NODES=$((NODES + n)); done
@@ -87,6 +107,25 @@ mkdir -p "$DEMO_SHARED_HOME"
 demo_start_sim
 demo_write_files 0
 endpoint=$DEMO_ENDPOINT
+if [ -n "$SOURCES" ]; then
+  # A capacity reservation of 2 BM.GPU4.8 hosts in AD-1, as a user holds one (made here through the
+  # simulator's admin API), then AD-1's and AD-2's on-demand hosts: the sources in cluster.yml.
+  mapfile -t ads < <(curl -fsS "$endpoint/_admin/info" | jq -r '.availability_domains[]')
+  [ "${#ads[@]}" -ge 2 ] || die "the simulator has ${#ads[@]} availability domain(s); the capacity sources need 2"
+  r1=$(curl -fsS -X POST -H 'Content-Type: application/json' "$endpoint/_admin/capacity_reservation" \
+    -d "{\"availability_domain\": \"${ads[0]}\", \"shape\": \"BM.GPU4.8\", \"count\": 2, \"display_name\": \"demo-r1\"}" | jq -r .id)
+  [[ "$r1" == ocid1.capacityreservation.* ]] || die "the simulator made no capacity reservation ('$r1')"
+  cat >> "$DEMO_WORK/cluster.yml" <<YAML
+availability_domain: "${ads[0]}"
+# Where the GPU nodes' hosts come from, in order (docs/capacity.md).
+gpu_capacity_sources:
+  - name: r1
+    capacity_reservation_id: $r1
+  - availability_domain: "${ads[0]}"
+  - availability_domain: "${ads[1]}"
+YAML
+  echo "   capacity sources: r1 (reservation $r1, 2 hosts in ${ads[0]}), ad-1 (${ads[0]}), ad-2 (${ads[1]})"
+fi
 # Wheels for the controller's virtual environment (oci, ansible-core) and the nodes' (ansible-core):
 # a local mirror, as a site without PyPI access would have. Cached across runs.
 wheels=$OCIGPU_CACHE/demo-wheels-cp313
@@ -194,13 +233,18 @@ ocigpu_status "configured; no GPU node has an instance yet"
 { [ -z "$(status_of gpu-1 instance_id)" ] && [ -z "$(status_of gpu-1 instance_state)" ]; } \
   || die "ocigpu status shows an instance for gpu-1 before any job; see $work/status-$status_n.json"
 
-step "4. Jobs of ${JOBS// /, } node(s) at once on a cluster with none${CAPACITY:+; hosts for $CAPACITY nodes}${RESTART_AFTER:+; slurmctld restarted ${RESTART_AFTER}s into the resume}"
-if [ -n "$CAPACITY" ]; then
-  curl -fsS -X POST -H 'Content-Type: application/json' -d "{\"shape\": \"BM.GPU4.8\", \"hosts\": $CAPACITY}" \
-    "$endpoint/_admin/capacity" >/dev/null
+step "4. Jobs of ${JOBS// /, } node(s)$(if [ -n "$SOURCES" ]; then echo ' (the last once another moved to the next source)'; else echo ' at once'; fi) on a cluster with none${CAPACITY:+; hosts for $CAPACITY nodes}${SOURCES:+; hosts for 4 in three sources}${RESTART_AFTER:+; slurmctld restarted ${RESTART_AFTER}s into the resume}"
+set_hosts() {  # set_hosts HOSTS [AD]: the simulator's BM.GPU4.8 hosts (null: no limit), in one AD or every AD
+  curl -fsS -X POST -H 'Content-Type: application/json' "$endpoint/_admin/capacity" \
+    -d "{\"shape\": \"BM.GPU4.8\", \"hosts\": $1${2:+, \"availability_domain\": \"$2\"}}" >/dev/null
+}
+[ -z "$CAPACITY" ] || set_hosts "$CAPACITY"
+if [ -n "$SOURCES" ]; then
+  # AD-1 has the reservation's 2 hosts and no other; AD-2 has 2.
+  set_hosts 2 "${ads[0]}"; set_hosts 2 "${ads[1]}"
 fi
 declare -a job_ids=() job_sizes=()
-declare -A job_told=() job_done=() job_host=() job_completed_once=()
+declare -A job_told=() job_moved=() job_done=() job_host=() job_completed_once=()
 i=0
 njobs=$(wc -w <<< "$JOBS")
 for n in $JOBS; do
@@ -225,19 +269,26 @@ as_alice 'cat > ~/hold_connections.py; rm -f ~/hold_connections.stop' < tests/de
 hold_pid=$(as_alice "nohup python3 ~/hold_connections.py $pull_addr 8740 20 5 1800 < /dev/null > ~/hold_connections.log 2>&1 & echo \$!")
 if [ -z "$pull_addr" ] || [ -z "$hold_pid" ]; then die "could not start alice's connection holder (pull server at '$pull_addr')"; fi
 t_submit=$(date +%s.%N)
-i=0
+declare -A job_submitted=()
+submit_job() {  # submit_job I N: the I-th job script (of N nodes); the last is alice's, from her own login
+  local id
+  if [ "$1" -eq "$njobs" ]; then
+    id=$(as_alice sbatch --parsable --chdir=/tmp "/tmp/job$1.sh"); alice_job=$id
+  else
+    id=$(on_ctl sbatch --parsable --chdir=/tmp "/tmp/job$1.sh")
+  fi
+  job_ids+=("$id"); job_sizes+=("$2"); job_submitted[$id]=$(date +%s.%N)
+  job_list=$(IFS=,; echo "${job_ids[*]}")
+}
+i=0 late=''
 for n in $JOBS; do
   i=$((i + 1))
-  if [ "$i" -eq "$njobs" ]; then
-    alice_job=$(as_alice sbatch --parsable --chdir=/tmp "/tmp/job$i.sh")
-    job_ids+=("$alice_job")
-  else
-    job_ids+=("$(on_ctl sbatch --parsable --chdir=/tmp "/tmp/job$i.sh")")
-  fi
-  job_sizes+=("$n")
+  # With the capacity sources the last job comes once another has moved to the next source: the two
+  # 2-node jobs take r1 and ad-2 whichever wins the race for r1, and the last finds every source full.
+  if [ -n "$SOURCES" ] && [ "$i" -eq "$njobs" ]; then late=$n; continue; fi
+  submit_job "$i" "$n"
 done
 mark "submitted: $(for k in "${!job_ids[@]}"; do printf 'job %s (-N%s) ' "${job_ids[$k]}" "${job_sizes[$k]}"; done)"
-job_list=$(IFS=,; echo "${job_ids[*]}")
 # read_output JOB HOST: the batch script's output, read on its batch host over SSH through the bastion
 # as soon as the job ends (its stand-in goes SuspendTime later).
 read_output() {
@@ -262,6 +313,10 @@ run_hostname() {  # run_hostname NODE TRIES WHAT: a job running hostname on NODE
 node_reason() { on_ctl scontrol -o show node "$1" | grep -o 'Reason=.*' | cut -c8- | sed 's/ \[.*//' || true; }
 t_resume=''; restarted=''; down_seen=''
 for _ in $(seq 1500); do
+  if [ -n "$late" ] && { [ "${#job_moved[@]}" -gt 0 ] || [ "$(echo "$(date +%s.%N) - $t_submit > 180" | bc)" -eq 1 ]; }; then
+    submit_job "$njobs" "$late"
+    mark "submitted: job $alice_job (-N$late), alice's, once a job moved to the next source"; late=''
+  fi
   if [ -z "$t_resume" ] && on_ctl grep -q ' resume gpu-' /var/log/ocigpu-autoscaler/autoscaler.log 2>/dev/null; then
     t_resume=$(date +%s.%N); mark "resume program called: $(on_ctl grep ' resume gpu-' /var/log/ocigpu-autoscaler/autoscaler.log | head -1 | cut -d' ' -f5-)"
   fi
@@ -280,8 +335,12 @@ for _ in $(seq 1500); do
       # again, and the host of its failed attempt is gone.
       [ -z "$line" ] || [ "$jhost" = n/a ] || [ -z "$jhost" ] || job_host[$id]=$jhost
       [ "${jstate:-}" != PENDING ] || unset "job_host[$id]"
-      if [ -z "${job_told[$id]:-}" ] && [[ "${jcomment:-}" == ocigpu-autoscaler:* ]]; then
-        job_told[$id]=$(echo "$(date +%s.%N) - $t_submit" | bc)
+      # A comment that says where the job runs after other sources ran out is no wait.
+      if [ -z "${job_moved[$id]:-}" ] && [[ "${jcomment:-}" == ocigpu-autoscaler:*'running in '* ]]; then
+        job_moved[$id]=$jcomment
+        mark "job $id moved to the next source: ${jcomment}"
+      elif [ -z "${job_told[$id]:-}" ] && [[ "${jcomment:-}" == ocigpu-autoscaler:* ]] && [[ "$jcomment" != *'running in '* ]]; then
+        job_told[$id]=$(echo "$(date +%s.%N) - ${job_submitted[$id]:-$t_submit}" | bc)
         mark "job $id told after ${job_told[$id]}s: ${jcomment}"
       fi
       # A job missing from squeue's answer has ended only if scontrol says so, or has forgotten a job
@@ -336,7 +395,7 @@ for _ in $(seq 1500); do
       done
     fi
   fi
-  [ "${#job_done[@]}" -lt "${#job_ids[@]}" ] || break
+  [ -n "$late" ] || [ "${#job_done[@]}" -lt "${#job_ids[@]}" ] || break
   sleep 1
 done
 t_done=$(date +%s.%N)
@@ -360,13 +419,28 @@ if grep -qE '^[0-9]+: [-a-z0-9]+ alice$' "$work/job-$alice_job.out"; then
 else
   problems+=("alice's job $alice_job did not run as alice: $(tr '\n' ' ' < "$work/job-$alice_job.out")")
 fi
-if [ -n "$CAPACITY" ] && [ "$NODES" -gt "$CAPACITY" ]; then
+if [ -n "$SOURCES" ] || { [ -n "$CAPACITY" ] && [ "$NODES" -gt "$CAPACITY" ]; }; then
   [ "${#job_told[@]}" -ge 1 ] || problems+=("no job was told it did not fit")
   for id in "${!job_told[@]}"; do
     [ "$(echo "${job_told[$id]} <= 60" | bc)" -eq 1 ] || problems+=("job $id was told after ${job_told[$id]}s (goal: within 60 s)")
   done
 fi
 [ -z "$RESTART_AFTER" ] || [ -n "$restarted" ] || problems+=("slurmctld was never restarted")
+if [ -n "$SOURCES" ]; then
+  # One job ran in the reservation; one found it full and AD-1 out of hosts and ran in AD-2, saying so;
+  # the next source's create came within a minute of the stock-out; no job was held for capacity.
+  grep -qE 'cluster network .* RUNNING in r1 ' "$work/autoscaler.log" || problems+=("no cluster network was made in the reservation r1")
+  moved=$(printf '%s\n' "${job_moved[@]}" | grep -E 'reservation r1 full.*ad-1 out of host capacity.*running in ad-2' | head -1 || true)
+  [ -n "$moved" ] || problems+=("no job ran in ad-2 after r1 and ad-1 ran out (comments: ${job_moved[*]:-none})")
+  failover=$(grep -oE '\(([0-9.]+)s after the stock-out\)' "$work/autoscaler.log" | grep -oE '[0-9.]+' | sort -n | tail -1 || true)
+  if [ -z "$failover" ]; then
+    problems+=("the autoscaler log tells no failover to the next source")
+  else
+    mark "stock-out -> the next source's create call: at most ${failover}s (goal: under 60 s)"
+    [ "$(echo "$failover < 60" | bc)" -eq 1 ] || problems+=("the next source's create came ${failover}s after the stock-out (goal: under 60 s)")
+  fi
+  if grep -q ' held ' "$work/autoscaler.log"; then problems+=("a job was held: $(grep ' held ' "$work/autoscaler.log" | head -1)"); fi
+fi
 # Each joined node decided no sum itself: its copy of the lock file is the one configure wrote.
 for f in "$work"/*.pull.json; do
   copy=${f%.pull.json}.lock.yml
@@ -406,20 +480,82 @@ if [ "${#problems[@]}" -gt 0 ]; then
   grep -hE 'STAND-IN FAILED|start attempt' "$work/standins.log" | tail -3 | sed 's/^/   stand-ins: /' || true
   die "$(printf '%s; ' "${problems[@]}")see $work/"
 fi
-mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was told why and ran when hosts came back}; no node was DOWN"
+mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was told why and ran when hosts came back}${SOURCES:+; one moved to the next source; the one no source could hold was told why and ran when hosts came back}; no node was DOWN"
+# The later steps need no shortage: every AD's hosts without limit again (the reservation stays).
+[ -z "$SOURCES" ] || set_hosts null
 printf '%s\n' "$topo" | sed 's/^/   topology: /'
 echo "   the autoscaler's log of it (outcomes):"
-grep -E ' (done|failed|held|requeued|hosts are free|reconcile|service|topology)' "$work/autoscaler.log" | cut -d' ' -f4- | cut -c1-220 | sed 's/^/     /'
+grep -E ' (done|failed|held|requeued|hosts are free|reconcile|service|topology|cooling)' "$work/autoscaler.log" | cut -d' ' -f4- | cut -c1-220 | sed 's/^/     /'
+
+if [ -n "$BAKE" ]; then
+  step "4a. Baking the GPU image from the bundle the controller serves; the node templates and the autoscaler take it"
+  # The jobs of step 4 pulled on the stock image; the nodes from here on (the loop's new instances, the
+  # static node's) boot from the baked one. ocigpu.cluster.bake launches a builder, runs ocigpu-pull --bake
+  # there, makes the image (the stand-in's container committed, tests/demo/standin.sh) and terminates it.
+  # The builder is reached through the bastion, with the demo's key on both hops (the jump takes the key
+  # from ansible_ssh_private_key_file, as provision.yml's hosts do); 5 minutes to answer SSH, not 30.
+  bake_args=(-e "@$work/cluster.yml" -e "ansible_ssh_private_key_file=$work/id_ed25519" -e boot_wait_timeout=300)
+  run_playbook "bake" "$work/bake.log" playbooks/bake.yml "${bake_args[@]}"
+  sed -n '/Show the image/,/PLAY RECAP/p' "$work/bake.log" | grep -E '"(image|bake digest|kept)' | sed 's/^ */   /'
+  image_id=$(grep -oE '"image ocid1\.image\.[^ ]+' "$work/bake.log" | tail -1 | cut -d' ' -f2)
+  [[ "$image_id" == ocid1.image.* ]] || die "the bake named no image; see $work/bake.log"
+  podman_image=$(podman images -q --filter "label=ocigpu-demo-image=$image_id" | head -1)
+  [ -n "$podman_image" ] || die "no stand-in image was made for $image_id"
+  # What the image holds: its manifest and the baked software; never a secret, a host key, the builder's
+  # identity or its logs (the list of the image's files is kept beside the logs).
+  podman run --rm --entrypoint /bin/sh "$podman_image" -c 'find / -xdev \( -path /proc -o -path /sys \) -prune -o -print' \
+    > "$work/baked-image-files.txt"
+  echo "   the image holds $(wc -l < "$work/baked-image-files.txt") paths; its manifest:"
+  podman run --rm --entrypoint /bin/cat "$podman_image" /etc/ocigpu/baked.json | jq -c '{collection, roles, bundle_digest: .bundle_digest[:12], ansible_core}' | sed 's/^/     /'
+  leaks=$(grep -E '^/etc/ssh/ssh_host_|^/etc/munge/munge\.key$|/\.ssh/authorized_keys$|/\.ssh/id_|mpi_ed25519|^/var/lib/cloud/instance|^/var/lib/ocigpu-pull/.|^/var/log/ocigpu-pull\.log$|^/opt/ocigpu-pull/bundle|^/opt/ocigpu-pull/join\.json$|^/etc/default/ocigpu-pull$|^/root/\.ansible/tmp/.' \
+    "$work/baked-image-files.txt" || true)
+  [ -z "$leaks" ] || die "the baked image holds what it must not: $(tr '\n' ' ' <<< "$leaks")"
+  machine_id=$(podman run --rm --entrypoint /bin/cat "$podman_image" /etc/machine-id 2>/dev/null || true)
+  [ -z "$machine_id" ] || die "the baked image keeps the builder's machine-id ($machine_id)"
+  for want in /etc/ocigpu/baked.json /opt/ocigpu-pull/venv/bin/ansible-playbook /usr/bin/enroot; do
+    grep -qx "$want" "$work/baked-image-files.txt" || die "the baked image lacks $want"
+  done
+  echo "   no SSH host key, munge key, MPI key, authorized_keys, machine-id, cloud-init or pull state, bundle or log in it"
+  # The node templates take the newest baked image (provision.yml), and the controller's autoscaler the new
+  # templates (configure.yml: only the roles whose inputs changed run). From here on, in cluster.yml.
+  echo 'gpu_image_bake: true' >> "$work/cluster.yml"
+  run_playbook "provision with the baked image" "$work/provision-baked.log" playbooks/provision.yml -e "@$work/cluster.yml"
+  grep -oE 'GPU image of the node templates: [^"]+' "$work/provision-baked.log" | sed 's/^/   /'
+  grep -q "GPU image of the node templates: baked image .*$image_id" "$work/provision-baked.log" \
+    || die "the node templates did not take the baked image $image_id; see $work/provision-baked.log"
+  run_playbook "configure the controller with the new templates" "$work/configure-baked.log" -i "$work/demo.gpu_nodes.yml" \
+    playbooks/configure.yml -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME" \
+    ${HEAL:+-e "@$work/heal-vars.yml"}
+  # The bake again, with the same inputs: the image is adopted, nothing is made.
+  run_playbook "bake again (same bundle)" "$work/bake-again.log" playbooks/bake.yml "${bake_args[@]}"
+  grep -q "image $image_id .*: adopted" "$work/bake-again.log" || die "the second bake did not adopt $image_id; see $work/bake-again.log"
+  grep -q 'Launch the builder' "$work/bake-again.log" && grep -A2 'Launch the builder' "$work/bake-again.log" | grep -q '^changed' \
+    && die "the second bake launched a builder"
+  echo "   bake again with the same bundle: image $image_id adopted, no builder launched"
+fi
 
 if [ -n "$HEAL" ]; then
   step "4b. A sick node: the self-healing loop gives it a new instance, checked in its pull, and a job runs on it"
   sick=$last_ended_host
-  sick_old=$(on_ctl scontrol show node "$sick" | grep -o 'NodeHostName=[^ ]*' | cut -d= -f2)
+  # A job holds the node while it is made sick: the loop never touches a node with a job on it. Powered down
+  # meanwhile (the bake of 4a takes minutes), the node is powered up for it first, from the baked image.
+  hold=$(on_ctl sbatch --parsable -w "$sick" -o /dev/null --wrap 'sleep 30')
+  hold_state=''
+  for _ in $(seq 300); do
+    hold_state=$(on_ctl scontrol -o show job "$hold" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
+    [ "$hold_state" = PENDING ] || [ "$hold_state" = CONFIGURING ] || break
+    sleep 2
+  done
+  [ "$hold_state" = RUNNING ] || die "the job $hold that holds $sick did not start ($hold_state)"
   t_sick=$(date +%s.%N)
-  # A job holds the node while it is made sick: the loop never touches a node with a job on it.
-  hold=$(on_ctl sbatch --parsable -w "$sick" -o /dev/null --wrap 'sleep 15')
-  c=$(podman ps --format '{{.Names}}' | grep "^ocigpu-demo-$sick_old-" | head -1)
+  sick_old=$(on_ctl scontrol show node "$sick" | grep -o 'NodeHostName=[^ ]*' | cut -d= -f2 || true)
+  c=$(podman ps --format '{{.Names}}' | grep "^ocigpu-demo-$sick_old-" | head -1 || true)
   [ -n "$c" ] || die "no stand-in for $sick ($sick_old)"
+  if [ -n "$BAKE" ]; then
+    # Its pull, from the baked image: kept with the other nodes' figures.
+    podman exec "$c" cat /var/lib/ocigpu-pull/pull.json > "$work/held-instance.json" 2>/dev/null || true
+    podman exec "$c" cat /var/log/ocigpu-pull.log > "$work/held-instance.log" 2>/dev/null || true
+  fi
   podman exec "$c" mv /usr/bin/enroot /usr/bin/enroot.off
   mark "heal: $sick ($sick_old) made sick (enroot gone) while job $hold runs on it"
   reason=''
@@ -609,9 +745,24 @@ if [ -n "$HEAL" ]; then
     || die "ocigpu status does not show the static node $static's new instance; see $work/status-$status_n.json"
 fi
 
+if [ -n "$BAKE" ]; then
+  # Each node's own figures (pull.json): the pulls of step 4 on the stock image, beside the loop's new
+  # instances on the baked one (4b's on-demand node, 5b's static node). Step 4's nodes pulled three or four
+  # at once on this machine's two cores; the later ones alone.
+  echo "   the pull after its tags, on the stock image and on the baked image (seconds):"
+  for f in "$work"/ocigpu-demo-*.pull.json "$work/held-instance.json" "$work/heal-instance.json" "$work/static-instance.json"; do
+    [ -s "$f" ] || continue
+    jq -r --arg f "$(basename "$f" .json)" '"     \(if .baked then "baked" else "stock" end)  \(.name)  ansible-core \(.ansible // 0)  roles \(.configure)  checks \((.checks // 0) + (.active_check // 0) | . * 100 | round / 100)  total after the tags \(.total - .wait_tags | . * 100 | round / 100)"' "$f" || true
+  done
+  jq -e '.baked == true' "$work/heal-instance.json" >/dev/null || die "the loop's new instance did not pull on the baked image (see $work/heal-instance.log)"
+  grep -q 'skipping the baked roles' "$work/heal-instance.log" || die "the new instance's pull did not skip the baked roles (see $work/heal-instance.log)"
+fi
+
 step "6. Teardown: nothing billable left"
 run_playbook "teardown" "$work/teardown.log" playbooks/teardown.yml -e "@$work/cluster.yml"
 grep -o 'Nothing billable of demo is left.' "$work/teardown.log" | head -n1 | sed 's/^/   /'
+images_left=$(curl -fsS "$endpoint/_admin/state/images" | jq '[.[]? | select(.freeformTags["ocigpu-cluster"] == "demo" and .lifecycleState != "DELETED")] | length')
+[ "$images_left" -eq 0 ] || die "$images_left baked image(s) of the cluster are left after the teardown"
 
 step "Timeline"
 printf '   %s\n' "${timeline[@]}"
