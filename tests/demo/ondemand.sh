@@ -20,7 +20,7 @@
 #      moved to the next source, finds no source that can hold it: it is told why in its comment
 #      within a minute, requeued (never held), and runs once the others' hosts are free
 #      (DEMO_SOURCES= : one source, jobs of 2, 1 and 1 nodes at once, hosts for 3)
-#   4a. the GPU image baked (DEMO_BAKE=1 runs it, with the loop; docs/baking.md): ocigpu.cluster.bake
+#   4a. the GPU image baked (with the loop; DEMO_BAKE= leaves it out, docs/baking.md): ocigpu.cluster.bake
 #      runs ocigpu-pull --bake on a builder from the bundle the controller serves and makes an image of it
 #      (the stand-in's container committed); its files are listed (no key, host key, machine-id, bundle or
 #      log in it); the node templates and the autoscaler take it; a second bake adopts it. The nodes of
@@ -57,8 +57,8 @@ if [ -n "${DEMO_NODES:-}" ]; then
   JOBS=$DEMO_NODES CAPACITY='' RESTART_AFTER='' HEAL='' SOURCES='' BAKE=''
 else
   RESTART_AFTER=${DEMO_RESTART_AFTER-2} HEAL=${DEMO_HEAL-1} SOURCES=${DEMO_SOURCES-1}
-  # The baked GPU image after step 4 (docs/baking.md; DEMO_BAKE=1): the loop's new instances boot from it.
-  BAKE=${DEMO_BAKE-}
+  # The baked GPU image after step 4 (docs/baking.md): the loop's new instances boot from it (DEMO_BAKE= : not).
+  BAKE=${DEMO_BAKE-$HEAL}
   if [ -n "$SOURCES" ]; then
     # The capacity sources: hosts for 4 of the 5 nodes, 2 in the reservation and 2 in AD-2.
     JOBS=${DEMO_JOBS:-2 2 1} CAPACITY=''
