@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 
+from ansible_collections.ocigpu.cluster.plugins.module_utils._capacity import is_stock_out
 from ansible_collections.ocigpu.cluster.plugins.module_utils._health import ACTIVE_DRAIN_PREFIX, DRAIN_PREFIX
 
 # Reasons of DOWN nodes that the service returns to service: a failed resume, never a person's.
@@ -292,7 +293,7 @@ def _leave(plan, name, why):
 
 
 def _capacity_or_fail(plan, name, rec, message, why, now, conf):
-    if 'out of host capacity' in message.lower() or 'waiting for capacity' in message.lower():
+    if is_stock_out(message) or 'waiting for capacity' in message.lower():
         _leave(plan, name, 'no host for a new instance (%s); left drained, nothing else is tried' % message)
     else:
         _fail(plan, name, rec, why, now, conf)

@@ -473,7 +473,7 @@ class Autoscaler(object):
         """Terminate a cluster network whose create failed, saying why it failed."""
         cm = self.session.compute_management
         current = self.session.get_or_none(cm.get_cluster_network, cluster_network_id)
-        if 'out of host capacity' in reason.lower():
+        if is_stock_out(reason):
             log.error('resume %s: cluster network %s is out of host capacity (%s); terminating it', what,
                       cluster_network_id, reason)
         elif current is None or current.lifecycle_state in ('TERMINATING', 'TERMINATED'):
