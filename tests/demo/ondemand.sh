@@ -7,6 +7,12 @@
 #      with the collection's cloud-init; no GPU node)
 #   3. configure the controller over SSH: Slurm with power saving (SuspendTime 30 s here), the
 #      resume/suspend programs and the pull server; the cluster has no GPU node
+#   3b. the GPU image baked before any GPU node exists (with the loop; DEMO_BAKE= leaves it out,
+#      docs/baking.md): ocigpu.cluster.bake runs ocigpu-pull --bake on a builder from the bundle the
+#      controller serves and makes an image of it (the stand-in's container committed); its files are
+#      listed (no key, host key, machine-id, bundle or log in it); the node templates and the autoscaler
+#      take it; a second bake adopts it. Every GPU node of steps 4 to 5b boots from it and its pull skips
+#      the baked roles (each pull's figures, and the bake's run of those roles, at the end)
 #   4. jobs of 2, 2 and then 1 node over three capacity sources (docs/capacity.md): a
 #      capacity reservation r1 of 2 hosts in AD-1, AD-1's on-demand hosts (none: the reservation
 #      holds them) and AD-2's (2 hosts), with slurmctld restarted 2 s into the resume: slurmctld
@@ -20,11 +26,6 @@
 #      moved to the next source, finds no source that can hold it: it is told why in its comment
 #      within a minute, requeued (never held), and runs once the others' hosts are free
 #      (DEMO_SOURCES= : one source, jobs of 2, 1 and 1 nodes at once, hosts for 3)
-#   4a. the GPU image baked (with the loop; DEMO_BAKE= leaves it out, docs/baking.md): ocigpu.cluster.bake
-#      runs ocigpu-pull --bake on a builder from the bundle the controller serves and makes an image of it
-#      (the stand-in's container committed); its files are listed (no key, host key, machine-id, bundle or
-#      log in it); the node templates and the autoscaler take it; a second bake adopts it. The nodes of
-#      4b and 5b boot from it, and their pulls skip the baked roles (figures beside step 4's at the end)
 #   4b. the self-healing loop (DEMO_HEAL= leaves it out): the last job's node is made sick while a
 #      job holds it, slurmd's health check drains it, the loop replaces it, the new instance pulls
 #      and passes its checks, and a job runs on it under the old Slurm name
@@ -232,6 +233,57 @@ as_alice() { ssh -F "$work/ssh_config" -i "$work/alice_ed25519" -o IdentitiesOnl
 ocigpu_status "configured; no GPU node has an instance yet"
 { [ -z "$(status_of gpu-1 instance_id)" ] && [ -z "$(status_of gpu-1 instance_state)" ]; } \
   || die "ocigpu status shows an instance for gpu-1 before any job; see $work/status-$status_n.json"
+
+if [ -n "$BAKE" ]; then
+  step "3b. Baking the GPU image from the bundle the controller serves; the node templates and the autoscaler take it"
+  # Before any GPU node exists: every node from here on (step 4's, the loop's new instances, the static
+  # node's) boots from the baked image. ocigpu.cluster.bake launches a builder, runs ocigpu-pull --bake
+  # there, makes the image (the stand-in's container committed, tests/demo/standin.sh) and terminates it.
+  # Its run on the builder is the part of a pull that the image saves: the stock image's figure below.
+  # The builder is reached through the bastion, with the demo's key on both hops (the jump takes the key
+  # from ansible_ssh_private_key_file, as provision.yml's hosts do); 5 minutes to answer SSH, not 30.
+  bake_args=(-e "@$work/cluster.yml" -e "ansible_ssh_private_key_file=$work/id_ed25519" -e boot_wait_timeout=300)
+  run_playbook "bake" "$work/bake.log" playbooks/bake.yml "${bake_args[@]}"
+  sed -n '/Show the image/,/PLAY RECAP/p' "$work/bake.log" | grep -E '"(image|bake digest|kept)' | sed 's/^ */   /'
+  # The builder's run of ocigpu-pull --bake, as the task timer at the end of the log has it.
+  bake_run=$(grep -E '^Run ocigpu-pull --bake on the builder .* -+ [0-9.]+s$' "$work/bake.log" | grep -oE '[0-9.]+s$' | tail -1 || true)
+  echo "   the bake's run on the builder (ansible-core and the baked roles, from the stock image): ${bake_run:-?}"
+  image_id=$(grep -oE '"image ocid1\.image\.[^ ]+' "$work/bake.log" | tail -1 | cut -d' ' -f2)
+  [[ "$image_id" == ocid1.image.* ]] || die "the bake named no image; see $work/bake.log"
+  podman_image=$(podman images -q --filter "label=ocigpu-demo-image=$image_id" | head -1)
+  [ -n "$podman_image" ] || die "no stand-in image was made for $image_id"
+  # What the image holds: its manifest and the baked software; never a secret, a host key, the builder's
+  # identity or its logs (the list of the image's files is kept beside the logs).
+  podman run --rm --entrypoint /bin/sh "$podman_image" -c 'find / -xdev \( -path /proc -o -path /sys \) -prune -o -print' \
+    > "$work/baked-image-files.txt"
+  echo "   the image holds $(wc -l < "$work/baked-image-files.txt") paths; its manifest:"
+  podman run --rm --entrypoint /bin/cat "$podman_image" /etc/ocigpu/baked.json | jq -c '{collection, roles, bundle_digest: .bundle_digest[:12], ansible_core}' | sed 's/^/     /'
+  leaks=$(grep -E '^/etc/ssh/ssh_host_|^/etc/munge/munge\.key$|/\.ssh/authorized_keys$|/\.ssh/id_|mpi_ed25519|^/var/lib/cloud/instance|^/var/lib/ocigpu-pull/.|^/var/log/ocigpu-pull\.log$|^/opt/ocigpu-pull/bundle|^/opt/ocigpu-pull/join\.json$|^/etc/default/ocigpu-pull$|^/root/\.ansible/tmp/.' \
+    "$work/baked-image-files.txt" || true)
+  [ -z "$leaks" ] || die "the baked image holds what it must not: $(tr '\n' ' ' <<< "$leaks")"
+  machine_id=$(podman run --rm --entrypoint /bin/cat "$podman_image" /etc/machine-id 2>/dev/null || true)
+  [ -z "$machine_id" ] || die "the baked image keeps the builder's machine-id ($machine_id)"
+  for want in /etc/ocigpu/baked.json /opt/ocigpu-pull/venv/bin/ansible-playbook /usr/bin/enroot; do
+    grep -qx "$want" "$work/baked-image-files.txt" || die "the baked image lacks $want"
+  done
+  echo "   no SSH host key, munge key, MPI key, authorized_keys, machine-id, cloud-init or pull state, bundle or log in it"
+  # The node templates take the newest baked image (provision.yml), and the controller's autoscaler the new
+  # templates (configure.yml: only the roles whose inputs changed run). From here on, in cluster.yml.
+  echo 'gpu_image_bake: true' >> "$work/cluster.yml"
+  run_playbook "provision with the baked image" "$work/provision-baked.log" playbooks/provision.yml -e "@$work/cluster.yml"
+  grep -oE 'GPU image of the node templates: [^"]+' "$work/provision-baked.log" | sed 's/^/   /'
+  grep -q "GPU image of the node templates: baked image .*$image_id" "$work/provision-baked.log" \
+    || die "the node templates did not take the baked image $image_id; see $work/provision-baked.log"
+  run_playbook "configure the controller with the new templates" "$work/configure-baked.log" -i "$work/demo.gpu_nodes.yml" \
+    playbooks/configure.yml -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME" \
+    ${HEAL:+-e "@$work/heal-vars.yml"}
+  # The bake again, with the same inputs: the image is adopted, nothing is made.
+  run_playbook "bake again (same bundle)" "$work/bake-again.log" playbooks/bake.yml "${bake_args[@]}"
+  grep -q "image $image_id .*: adopted" "$work/bake-again.log" || die "the second bake did not adopt $image_id; see $work/bake-again.log"
+  grep -q 'Launch the builder' "$work/bake-again.log" && grep -A2 'Launch the builder' "$work/bake-again.log" | grep -q '^changed' \
+    && die "the second bake launched a builder"
+  echo "   bake again with the same bundle: image $image_id adopted, no builder launched"
+fi
 
 step "4. Jobs of ${JOBS// /, } node(s)$(if [ -n "$SOURCES" ]; then echo ' (the last once another moved to the next source)'; else echo ' at once'; fi) on a cluster with none${CAPACITY:+; hosts for $CAPACITY nodes}${SOURCES:+; hosts for 4 in three sources}${RESTART_AFTER:+; slurmctld restarted ${RESTART_AFTER}s into the resume}"
 set_hosts() {  # set_hosts HOSTS [AD]: the simulator's BM.GPU4.8 hosts (null: no limit), in one AD or every AD
@@ -487,58 +539,11 @@ printf '%s\n' "$topo" | sed 's/^/   topology: /'
 echo "   the autoscaler's log of it (outcomes):"
 grep -E ' (done|failed|held|requeued|hosts are free|reconcile|service|topology|cooling)' "$work/autoscaler.log" | cut -d' ' -f4- | cut -c1-220 | sed 's/^/     /'
 
-if [ -n "$BAKE" ]; then
-  step "4a. Baking the GPU image from the bundle the controller serves; the node templates and the autoscaler take it"
-  # The jobs of step 4 pulled on the stock image; the nodes from here on (the loop's new instances, the
-  # static node's) boot from the baked one. ocigpu.cluster.bake launches a builder, runs ocigpu-pull --bake
-  # there, makes the image (the stand-in's container committed, tests/demo/standin.sh) and terminates it.
-  # The builder is reached through the bastion, with the demo's key on both hops (the jump takes the key
-  # from ansible_ssh_private_key_file, as provision.yml's hosts do); 5 minutes to answer SSH, not 30.
-  bake_args=(-e "@$work/cluster.yml" -e "ansible_ssh_private_key_file=$work/id_ed25519" -e boot_wait_timeout=300)
-  run_playbook "bake" "$work/bake.log" playbooks/bake.yml "${bake_args[@]}"
-  sed -n '/Show the image/,/PLAY RECAP/p' "$work/bake.log" | grep -E '"(image|bake digest|kept)' | sed 's/^ */   /'
-  image_id=$(grep -oE '"image ocid1\.image\.[^ ]+' "$work/bake.log" | tail -1 | cut -d' ' -f2)
-  [[ "$image_id" == ocid1.image.* ]] || die "the bake named no image; see $work/bake.log"
-  podman_image=$(podman images -q --filter "label=ocigpu-demo-image=$image_id" | head -1)
-  [ -n "$podman_image" ] || die "no stand-in image was made for $image_id"
-  # What the image holds: its manifest and the baked software; never a secret, a host key, the builder's
-  # identity or its logs (the list of the image's files is kept beside the logs).
-  podman run --rm --entrypoint /bin/sh "$podman_image" -c 'find / -xdev \( -path /proc -o -path /sys \) -prune -o -print' \
-    > "$work/baked-image-files.txt"
-  echo "   the image holds $(wc -l < "$work/baked-image-files.txt") paths; its manifest:"
-  podman run --rm --entrypoint /bin/cat "$podman_image" /etc/ocigpu/baked.json | jq -c '{collection, roles, bundle_digest: .bundle_digest[:12], ansible_core}' | sed 's/^/     /'
-  leaks=$(grep -E '^/etc/ssh/ssh_host_|^/etc/munge/munge\.key$|/\.ssh/authorized_keys$|/\.ssh/id_|mpi_ed25519|^/var/lib/cloud/instance|^/var/lib/ocigpu-pull/.|^/var/log/ocigpu-pull\.log$|^/opt/ocigpu-pull/bundle|^/opt/ocigpu-pull/join\.json$|^/etc/default/ocigpu-pull$|^/root/\.ansible/tmp/.' \
-    "$work/baked-image-files.txt" || true)
-  [ -z "$leaks" ] || die "the baked image holds what it must not: $(tr '\n' ' ' <<< "$leaks")"
-  machine_id=$(podman run --rm --entrypoint /bin/cat "$podman_image" /etc/machine-id 2>/dev/null || true)
-  [ -z "$machine_id" ] || die "the baked image keeps the builder's machine-id ($machine_id)"
-  for want in /etc/ocigpu/baked.json /opt/ocigpu-pull/venv/bin/ansible-playbook /usr/bin/enroot; do
-    grep -qx "$want" "$work/baked-image-files.txt" || die "the baked image lacks $want"
-  done
-  echo "   no SSH host key, munge key, MPI key, authorized_keys, machine-id, cloud-init or pull state, bundle or log in it"
-  # The node templates take the newest baked image (provision.yml), and the controller's autoscaler the new
-  # templates (configure.yml: only the roles whose inputs changed run). From here on, in cluster.yml.
-  echo 'gpu_image_bake: true' >> "$work/cluster.yml"
-  run_playbook "provision with the baked image" "$work/provision-baked.log" playbooks/provision.yml -e "@$work/cluster.yml"
-  grep -oE 'GPU image of the node templates: [^"]+' "$work/provision-baked.log" | sed 's/^/   /'
-  grep -q "GPU image of the node templates: baked image .*$image_id" "$work/provision-baked.log" \
-    || die "the node templates did not take the baked image $image_id; see $work/provision-baked.log"
-  run_playbook "configure the controller with the new templates" "$work/configure-baked.log" -i "$work/demo.gpu_nodes.yml" \
-    playbooks/configure.yml -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME" \
-    ${HEAL:+-e "@$work/heal-vars.yml"}
-  # The bake again, with the same inputs: the image is adopted, nothing is made.
-  run_playbook "bake again (same bundle)" "$work/bake-again.log" playbooks/bake.yml "${bake_args[@]}"
-  grep -q "image $image_id .*: adopted" "$work/bake-again.log" || die "the second bake did not adopt $image_id; see $work/bake-again.log"
-  grep -q 'Launch the builder' "$work/bake-again.log" && grep -A2 'Launch the builder' "$work/bake-again.log" | grep -q '^changed' \
-    && die "the second bake launched a builder"
-  echo "   bake again with the same bundle: image $image_id adopted, no builder launched"
-fi
-
 if [ -n "$HEAL" ]; then
   step "4b. A sick node: the self-healing loop gives it a new instance, checked in its pull, and a job runs on it"
   sick=$last_ended_host
   # A job holds the node while it is made sick: the loop never touches a node with a job on it. Powered down
-  # meanwhile (the bake of 4a takes minutes), the node is powered up for it first, from the baked image.
+  # meanwhile (after SuspendTime), the node is powered up for it first, from the baked image.
   hold=$(on_ctl sbatch --parsable -w "$sick" -o /dev/null --wrap 'sleep 30')
   hold_state=''
   for _ in $(seq 300); do
@@ -746,15 +751,17 @@ if [ -n "$HEAL" ]; then
 fi
 
 if [ -n "$BAKE" ]; then
-  # Each node's own figures (pull.json): the pulls of step 4 on the stock image, beside the loop's new
-  # instances on the baked one (4b's on-demand node, 5b's static node). Step 4's nodes pulled three or four
-  # at once on this machine's two cores; the later ones alone.
-  echo "   the pull after its tags, on the stock image and on the baked image (seconds):"
+  # Each node's own figures (pull.json): every pull of this run was on the baked image (step 4's nodes three or
+  # four at once on this machine's two cores, the later ones alone). What the image saves a node is the bake's
+  # run on the builder (3b): ocigpu-pull --bake ran the baked roles there from the stock image, as a pull on the
+  # stock image does before the rest (DEMO_BAKE= make demo-ondemand shows step 4's pulls on the stock image).
+  echo "   the pull after its tags on the baked image, and the bake's run of the baked roles from the stock image (seconds):"
   for f in "$work"/ocigpu-demo-*.pull.json "$work/held-instance.json" "$work/heal-instance.json" "$work/static-instance.json"; do
     [ -s "$f" ] || continue
     jq -r --arg f "$(basename "$f" .json)" '"     \(if .baked then "baked" else "stock" end)  \(.name)  ansible-core \(.ansible // 0)  roles \(.configure)  checks \((.checks // 0) + (.active_check // 0) | . * 100 | round / 100)  total after the tags \(.total - .wait_tags | . * 100 | round / 100)"' "$f" || true
+    jq -e '.baked == true' "$f" >/dev/null || die "$(basename "$f" .json) did not pull on the baked image (its log: ${f%.json}.log)"
   done
-  jq -e '.baked == true' "$work/heal-instance.json" >/dev/null || die "the loop's new instance did not pull on the baked image (see $work/heal-instance.log)"
+  echo "     stock  the builder  the bake's run (a virtual environment with ansible-core, the baked roles): ${bake_run:-?}"
   grep -q 'skipping the baked roles' "$work/heal-instance.log" || die "the new instance's pull did not skip the baked roles (see $work/heal-instance.log)"
 fi
 
