@@ -167,7 +167,7 @@ run_stage() {
       fi ;;
     integration)
       if compgen -G 'tests/integration/test_*.py' >/dev/null; then
-        stage integration:pytest pytest -p no:cacheprovider -n 2 --durations=8 tests/integration
+        stage integration:pytest pytest -p no:cacheprovider -n 2 --dist load --maxschedchunk 1 --durations=8 tests/integration
       else
         log "LOUD SKIP: no integration tests exist yet (tests/integration/test_*.py)"
         echo "SKIP integration 0 0 0 (no tests yet)" >> "$RESULTS"
