@@ -58,7 +58,8 @@ if [ -n "${DEMO_NODES:-}" ]; then
   JOBS=$DEMO_NODES CAPACITY='' RESTART_AFTER='' HEAL='' SOURCES='' BAKE=''
 else
   RESTART_AFTER=${DEMO_RESTART_AFTER-2} HEAL=${DEMO_HEAL-1} SOURCES=${DEMO_SOURCES-1}
-  # The baked GPU image after step 4 (docs/baking.md): the loop's new instances boot from it (DEMO_BAKE= : not).
+  # The baked GPU image, made in step 3b before any GPU node exists (docs/baking.md): every GPU node boots from
+  # it (DEMO_BAKE= : from the stock image).
   BAKE=${DEMO_BAKE-$HEAL}
   if [ -n "$SOURCES" ]; then
     # The capacity sources: hosts for 4 of the 5 nodes, 2 in the reservation and 2 in AD-2.

@@ -30,9 +30,10 @@ LONGEST_FIRST = (
 
 
 def _rank(item):
-    nodeid = item.nodeid.split('::')[0].rsplit('/', 1)[-1] + item.nodeid[len(item.nodeid.split('::')[0]):]
+    # The file's name and the test's (a parameter may hold a '/': 'POST /subnets').
+    name = item.path.name + item.nodeid[item.nodeid.index('::'):]
     for rank, prefix in enumerate(LONGEST_FIRST):
-        if nodeid.startswith(prefix):
+        if name.startswith(prefix):
             return rank
     return len(LONGEST_FIRST)
 
