@@ -18,6 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root openssh-server libwrap0 >&2)
 mkdir -p "$tmp/root"
 for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
+mkdir -p "$OCIGPU_CACHE"
 rm -rf "$dest.new"
 mv "$tmp/root" "$dest.new"
 cat > "$dest.new/sshd" <<WRAP
