@@ -763,7 +763,7 @@ if [ -n "$BAKE" ]; then
     jq -e '.baked == true' "$f" >/dev/null || die "$(basename "$f" .json) did not pull on the baked image (its log: ${f%.json}.log)"
   done
   echo "     stock  the builder  the bake's run (a virtual environment with ansible-core, the baked roles): ${bake_run:-?}"
-  grep -q 'skipping the baked roles' "$work/heal-instance.log" || die "the new instance's pull did not skip the baked roles (see $work/heal-instance.log)"
+  grep -q 'only the per-node steps (--tags node_join)' "$work/heal-instance.log" || die "the new instance's pull did not run only the per-node steps (see $work/heal-instance.log)"
 fi
 
 step "6. Teardown: nothing billable left"

@@ -32,7 +32,8 @@ from the controller over an authenticated channel.
 
 On a baked image (``--bake`` made it, /etc/ocigpu/baked.json says from which bundle), the pull checks
 the bundle against it after fetching: another collection or lock file is refused (told to the
-controller, nothing runs); the same one skips the baked roles (other settings: they run again).
+controller, nothing runs); the same one runs only the roles' per-node steps (``--tags node_join``);
+the same one with other pull settings runs every step again.
 
 Each step is logged with its time; the timings are written to <state>/pull.json for the
 benchmarks. The exit status is 0 when the node joined or is not an on-demand node (it never got
@@ -74,10 +75,11 @@ EXIT_NO_TAGS = 3
 
 DEFAULTS = dict(imds_url=IMDS_URL, wait=1800, poll=5, prefix='/opt/ocigpu-pull', state_dir='/var/lib/ocigpu-pull',
                 log_file='/var/log/ocigpu-pull.log', timeout=60, manifest='/etc/ocigpu/baked.json', root='/')
-# What a baked image holds (--bake): the roles without per-node input or secret. The bake playbook also
-# installs the slurm and nvidia_container_toolkit packages, whose roles still run on each node.
-BAKED_ROLES = ('containerd_rootless', 'enroot', 'pyxis', 'rdma_exporter')
+# What a baked image holds (--bake): configure.yml's run of a GPU node's roles less their per-node steps,
+# the tasks tagged JOIN_TAG; a node that boots from the image runs only those.
+JOIN_TAG = 'node_join'
 BAKE_PLAYBOOK = 'ocigpu.cluster.bake_node'
+MANIFEST_FORMAT = 2
 
 
 class PullError(Exception):
@@ -313,8 +315,10 @@ def baked_check(path, digests, settings):
         return 'refuse', 'baked image manifest %s unreadable (%s): give the node template the stock image' % (path, exc)
     except ValueError as exc:
         return 'refuse', 'baked image manifest %s unreadable (%s): give the node template the stock image' % (path, exc)
-    if not isinstance(manifest, dict) or manifest.get('format') != 1:
-        return 'refuse', 'baked image manifest %s is not format 1: give the node template the stock image' % path
+    if not isinstance(manifest, dict) or manifest.get('format') != MANIFEST_FORMAT:
+        return 'refuse', ('baked image manifest %s is not format %d (an earlier collection baked it): re-bake '
+                          '(ansible-playbook ocigpu.cluster.bake) or give the node template the stock image'
+                          % (path, MANIFEST_FORMAT))
     if (manifest.get('collection_digest'), manifest.get('lock_digest')) != (digests['collection_digest'], digests['lock_digest']):
         theirs, ours = str(manifest.get('collection') or 'ocigpu.cluster'), collection_label(settings)
         if theirs == ours and manifest.get('collection_digest') != digests['collection_digest']:
@@ -419,11 +423,12 @@ def playbook_command(venv, bundle, playbook, options, extra_files):
     return argv
 
 
-def configure_command(venv, bundle, name, settings, extra_files, baked_roles=()):
-    tags = list(settings.get('skip_tags') or [])
-    tags += [role for role in baked_roles if role not in tags]
-    skip = ['--skip-tags', ','.join(tags)] if tags else []
-    return playbook_command(venv, bundle, settings.get('playbook', 'ocigpu.cluster.configure'), skip, extra_files)
+def configure_command(venv, bundle, name, settings, extra_files, join_only=False):
+    """configure.yml against this node; on a current baked image (join_only) its per-node steps alone."""
+    options = ['--tags', JOIN_TAG] if join_only else []
+    if settings.get('skip_tags'):
+        options += ['--skip-tags', ','.join(settings['skip_tags'])]
+    return playbook_command(venv, bundle, settings.get('playbook', 'ocigpu.cluster.configure'), options, extra_files)
 
 
 def active_check_command(venv, bundle, settings, extra_files):
@@ -580,18 +585,16 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     digests = bundle_digests(bundle)
     state, manifest = baked_check(getattr(opts, 'manifest', DEFAULTS['manifest']), digests, settings)
     timings['baked'] = state == 'skip'
-    baked_roles = ()
     if state == 'refuse':
         log('pull: refusing this image: %s; slurmd stays stopped', manifest)
         report_failure(ctl, doc.get('id'), name, manifest, log)
         return 1, timings
     if state == 'full':
-        log('pull: baked image (bundle %s): settings changed since the bake: the baked roles run again',
+        log('pull: baked image (bundle %s): settings changed since the bake: every step runs again',
             str(manifest.get('bundle_digest'))[:12])
     elif state == 'skip':
-        baked_roles = [role for role in manifest.get('roles') or [] if role in BAKED_ROLES]
-        log('pull: baked image current (bundle %s): skipping the baked roles %s',
-            digests['bundle_digest'][:12], ', '.join(baked_roles) or '(none)')
+        log('pull: baked image current (bundle %s): only the per-node steps (--tags %s) of the baked roles %s',
+            digests['bundle_digest'][:12], JOIN_TAG, ', '.join(manifest.get('roles') or []) or '(none)')
 
     answer = retry(lambda: ctl.request('POST', '/v1/join', body=dict(instance_id=doc.get('id'), name=name), privileged=True),
                    6, 10, log, 'joining')
@@ -621,7 +624,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         with open(local, 'w') as f:
             json.dump(local_vars, f)
         extra.append(local)
-        rc = configure_fn(configure_command(venv, bundle, name, settings, extra, baked_roles), bundle, log, opts.log_file)
+        rc = configure_fn(configure_command(venv, bundle, name, settings, extra, join_only=state == 'skip'), bundle, log, opts.log_file)
         lap('configure')
     finally:
         os.remove(secrets)
@@ -714,8 +717,8 @@ def write_manifest(path, manifest):
 
 
 def bake(opts, log, venv_fn=make_venv, configure_fn=run_configure, run=subprocess.run):
-    """On the builder, as root: the baked roles from the bundle against this machine (no join: no secret),
-    then the manifest, then the cleaning. (rc, manifest)."""
+    """On the builder, as root: the bundle's roles against this machine less their per-node steps (no join:
+    no secret), then the manifest, then the cleaning. (rc, manifest)."""
     bundle = os.path.join(opts.prefix, 'bundle')
     if os.path.isdir(bundle):
         shutil.rmtree(bundle)
@@ -733,9 +736,9 @@ def bake(opts, log, venv_fn=make_venv, configure_fn=run_configure, run=subproces
                        ocigpu_artifacts_strict=bool(settings.get('artifacts_strict', False))), f)
     # The playbook writes the roles that ran (as their configure_* switches and the skip tags leave them) here.
     result = os.path.join(opts.state_dir, 'bake.json')
-    options = ['-e', 'ocigpu_bake_result_file=' + result]
-    if settings.get('skip_tags'):
-        options += ['--skip-tags', ','.join(settings['skip_tags'])]
+    # configure.yml's steps less the per-node ones (the tasks tagged JOIN_TAG), and those the settings skip.
+    options = ['-e', 'ocigpu_bake_result_file=' + result, '-e', 'ocigpu_baking=true',
+               '--skip-tags', ','.join([JOIN_TAG] + [tag for tag in settings.get('skip_tags') or [] if tag != JOIN_TAG])]
     argv = playbook_command(venv, bundle, BAKE_PLAYBOOK, options, [os.path.join(bundle, 'node-vars.yml'), local])
     rc = configure_fn(argv, bundle, log, opts.log_file)
     if rc != 0:
@@ -746,8 +749,8 @@ def bake(opts, log, venv_fn=make_venv, configure_fn=run_configure, run=subproces
             ran = json.load(f).get('roles') or []
     except (IOError, ValueError) as exc:
         raise PullError('%s left no list of the roles it ran in %s (%s)' % (BAKE_PLAYBOOK, result, exc))
-    manifest = dict(format=1, cluster=opts.cluster or settings.get('cluster_name') or '', collection=collection_label(settings),
-                    roles=[role for role in BAKED_ROLES if role in ran], baked_at=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+    manifest = dict(format=MANIFEST_FORMAT, cluster=opts.cluster or settings.get('cluster_name') or '',
+                    collection=collection_label(settings), roles=sorted(ran), join_tag=JOIN_TAG, baked_at=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
                     venv=venv, ansible_core=settings.get('ansible_core', 'ansible-core'), **digests)
     write_manifest(opts.manifest, manifest)
     log('bake: wrote %s (roles %s)', opts.manifest, ', '.join(manifest['roles']) or 'none')

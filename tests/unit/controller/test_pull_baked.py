@@ -111,7 +111,8 @@ def baked_node(tmp_path, manifest_changes=None, bundle_changes=None, venv_core=C
     (baked_venv / 'bin' / 'ansible-playbook').write_text('')
     manifest = None
     if manifest_changes is not None:
-        manifest = dict(format=1, cluster='as', collection='ocigpu.cluster 1.2.3', roles=BAKED, baked_at='2026-11-29T04:00:00Z',
+        manifest = dict(format=2, cluster='as', collection='ocigpu.cluster 1.2.3', roles=BAKED, join_tag='node_join',
+                        baked_at='2026-11-29T04:00:00Z',
                         venv=str(baked_venv), ansible_core=venv_core, **digests_of(tmp_path))
         manifest.update(manifest_changes)
         (tmp_path / 'baked.json').write_text(json.dumps(manifest))
@@ -143,6 +144,10 @@ def skipped(argv):
     return argv[argv.index('--skip-tags') + 1].split(',') if '--skip-tags' in argv else []
 
 
+def selected(argv):
+    return argv[argv.index('--tags') + 1].split(',') if '--tags' in argv else []
+
+
 @pytest.mark.parametrize('digest', ['lock_digest', 'collection_digest'])
 def test_a_baked_image_for_another_lock_file_or_collection_is_refused_and_nothing_runs(tmp_path, digest):
     node = baked_node(tmp_path, {digest: 'f' * 64})
@@ -172,42 +177,48 @@ def test_a_baked_image_of_another_collection_version_names_both(tmp_path):
     assert node.rc == 1 and node.configure == []
 
 
-def test_a_current_baked_image_skips_the_baked_roles_and_uses_the_baked_venv(tmp_path):
+def test_a_current_baked_image_runs_only_the_per_node_steps_with_the_baked_venv(tmp_path):
     node = baked_node(tmp_path, {})
     assert node.rc == 0 and node.timings['baked'] is True and node.started == [1]
     argv, = node.configure
     assert argv[:2] == [str(tmp_path / 'baked-venv' / 'bin' / 'ansible-playbook'), 'ocigpu.cluster.configure']
     assert node.venvs == []
-    # the bundle's own skip tags first, then the baked roles
-    assert skipped(argv) == ['nvme_scratch'] + BAKED
+    # configure.yml's tasks tagged node_join, less what the bundle's settings skip
+    assert selected(argv) == ['node_join'] and skipped(argv) == ['nvme_scratch']
     assert [c[1] for c in node.ctl.calls] == ['/v1/bundle', '/v1/join']
-    assert 'pull: baked image current (bundle %s): skipping the baked roles containerd_rootless, enroot, pyxis, rdma_exporter' % (
-        node.manifest['bundle_digest'][:12]) in node.log
+    assert ('pull: baked image current (bundle %s): only the per-node steps (--tags node_join) of the baked roles '
+            'containerd_rootless, enroot, pyxis, rdma_exporter' % node.manifest['bundle_digest'][:12]) in node.log
     assert 'ansible: the baked %s in %s' % (CORE, tmp_path / 'baked-venv') in node.log
 
 
-def test_a_current_baked_image_skips_only_the_roles_it_baked(tmp_path):
-    node = baked_node(tmp_path, dict(roles=['enroot', 'pyxis', 'slurm']))
-    assert skipped(node.configure[0]) == ['nvme_scratch', 'enroot', 'pyxis']
+def test_a_manifest_of_the_earlier_format_is_refused(tmp_path):
+    # format 1: the image held a few roles whole and a pull ran every other step; a node from it now
+    # would run the per-node steps alone over an image that lacks the rest.
+    node = baked_node(tmp_path, dict(format=1))
+    assert node.rc == 1 and node.configure == [] and node.venvs == [] and node.started == []
+    message = node.ctl.calls[-1][2]['message']
+    assert message == ('baked image manifest %s is not format 2 (an earlier collection baked it): re-bake '
+                       '(ansible-playbook ocigpu.cluster.bake) or give the node template the stock image' % (tmp_path / 'baked.json'))
 
 
 def test_a_baked_venv_of_another_ansible_core_is_made_again(tmp_path):
     node = baked_node(tmp_path, {}, venv_core='ansible-core==2.18.0')
     assert node.rc == 0 and node.venvs == [str(tmp_path / 'prefix')]
-    assert node.configure[0][0] == '/venv/bin/ansible-playbook' and skipped(node.configure[0]) == ['nvme_scratch'] + BAKED
+    assert node.configure[0][0] == '/venv/bin/ansible-playbook'
+    assert selected(node.configure[0]) == ['node_join'] and skipped(node.configure[0]) == ['nvme_scratch']
 
 
-def test_settings_changed_since_the_bake_run_the_baked_roles_again(tmp_path):
+def test_settings_changed_since_the_bake_run_every_step_again(tmp_path):
     node = baked_node(tmp_path, {}, bundle_changes={'node-vars.yml': 'slurm_cluster_name: as\ncluster_users: true\n'})
     assert node.rc == 0 and node.timings['baked'] is False
-    assert skipped(node.configure[0]) == ['nvme_scratch']
-    assert 'settings changed since the bake: the baked roles run again' in node.log
+    assert selected(node.configure[0]) == [] and skipped(node.configure[0]) == ['nvme_scratch']
+    assert 'settings changed since the bake: every step runs again' in node.log
 
 
 def test_without_a_manifest_the_pull_is_as_before(tmp_path):
     node = baked_node(tmp_path)
     assert node.rc == 0 and node.timings['baked'] is False and skipped(node.configure[0]) == ['nvme_scratch']
-    assert 'baked' not in node.log
+    assert selected(node.configure[0]) == [] and 'baked' not in node.log
 
 
 def test_an_unreadable_manifest_is_refused(tmp_path):
@@ -270,17 +281,21 @@ def test_bake_runs_the_bake_playbook_writes_the_manifest_then_cleans(tmp_path):
     venv = os.path.join(opts.prefix, 'venv')
     bundle = os.path.join(opts.prefix, 'bundle')
     assert run['argv'][:4] == [venv + '/bin/ansible-playbook', 'ocigpu.cluster.bake_node', '-i', bundle + '/inventory.ini']
-    assert run['argv'][4:] == ['-e', 'ocigpu_bake_result_file=' + opts.state_dir + '/bake.json', '--skip-tags', 'nvme_scratch',
+    # configure.yml's steps less the per-node ones (node_join) and those the bundle's settings skip
+    assert run['argv'][4:] == ['-e', 'ocigpu_bake_result_file=' + opts.state_dir + '/bake.json', '-e', 'ocigpu_baking=true',
+                               '--skip-tags', 'node_join,nvme_scratch',
                                '-e', '@' + bundle + '/node-vars.yml', '-e', '@' + bundle + '/local-vars.json']
     assert run['inventory'].startswith('[gpu_nodes]\nbake ansible_connection=local')
     assert run['local'] == dict(ocigpu_lock_file=bundle + '/ocigpu.lock.yml', ocigpu_artifacts_strict=False)
-    assert not any('join' in a or 'munge' in a for a in run['argv'])
+    # no join variable (the munge key, the MPI keys, slurmctld's address) among the extra vars
+    extra = [run['argv'][i + 1] for i, a in enumerate(run['argv']) if a == '-e']
+    assert not any('join' in a or 'munge' in a for a in extra)
     written = json.loads((root / 'etc/ocigpu/baked.json').read_text())
     assert written == manifest
     assert oct(os.stat(opts.manifest).st_mode & 0o777) == '0o644'
     assert set(written) == {'format', 'cluster', 'collection', 'collection_digest', 'lock_digest', 'settings_digest', 'roles',
-                            'bundle_digest', 'baked_at', 'venv', 'ansible_core'}
-    assert written['format'] == 1 and written['cluster'] == 'as' and written['collection'] == 'ocigpu.cluster 1.2.3'
+                            'join_tag', 'bundle_digest', 'baked_at', 'venv', 'ansible_core'}
+    assert written['format'] == 2 and written['join_tag'] == 'node_join' and written['cluster'] == 'as' and written['collection'] == 'ocigpu.cluster 1.2.3'
     assert written['roles'] == ['containerd_rootless', 'enroot', 'pyxis'] and written['venv'] == venv
     assert written['ansible_core'] == CORE and written['baked_at'].endswith('Z')
     assert {k: written[k] for k in ('collection_digest', 'lock_digest', 'settings_digest', 'bundle_digest')} == digests_of(tmp_path)
