@@ -269,14 +269,15 @@ if [ -n "$BAKE" ]; then
   done
   echo "   no SSH host key, munge key, MPI key, authorized_keys, machine-id, cloud-init or pull state, bundle or log in it"
   # The node templates take the newest baked image (provision.yml), and the controller's autoscaler the new
-  # templates (configure.yml: only the roles whose inputs changed run). From here on, in cluster.yml.
+  # templates (configure.yml --tags slurm_autoscaler: that role alone, as docs/baking.md says). From here on,
+  # in cluster.yml.
   echo 'gpu_image_bake: true' >> "$work/cluster.yml"
   run_playbook "provision with the baked image" "$work/provision-baked.log" playbooks/provision.yml -e "@$work/cluster.yml"
   grep -oE 'GPU image of the node templates: [^"]+' "$work/provision-baked.log" | sed 's/^/   /'
   grep -q "GPU image of the node templates: baked image .*$image_id" "$work/provision-baked.log" \
     || die "the node templates did not take the baked image $image_id; see $work/provision-baked.log"
   run_playbook "configure the controller with the new templates" "$work/configure-baked.log" -i "$work/demo.gpu_nodes.yml" \
-    playbooks/configure.yml -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME" \
+    playbooks/configure.yml --tags slurm_autoscaler -e "@$work/cluster.yml" -e "@$work/standin-vars.yml" -e "slurm_autoscaler_suspend_time=$SUSPEND_TIME" \
     ${HEAL:+-e "@$work/heal-vars.yml"}
   # The bake again, with the same inputs: the image is adopted, nothing is made.
   run_playbook "bake again (same bundle)" "$work/bake-again.log" playbooks/bake.yml "${bake_args[@]}"
