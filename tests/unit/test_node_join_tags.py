@@ -53,8 +53,7 @@ def tasks_of(role, filename, inherited=()):
     """(file, task, tags) for every task of the file, its blocks and the files it imports or includes."""
     path = os.path.join(ROLES, role, 'tasks', filename)
     for task in yaml.safe_load(open(path)) or []:
-        for item in walk(role, filename, task, tuple(inherited)):
-            yield item
+        yield from walk(role, filename, task, tuple(inherited))
 
 
 def walk(role, filename, task, inherited):
@@ -63,8 +62,7 @@ def walk(role, filename, task, inherited):
     if any(key in task for key in TASK_KEYS):
         for key in TASK_KEYS:
             for inner in task.get(key) or []:
-                for item in walk(role, filename, inner, tags):
-                    yield item
+                yield from walk(role, filename, inner, tags)
         return
     for action in ('ansible.builtin.import_tasks', 'ansible.builtin.include_tasks'):
         if action in task:
@@ -81,8 +79,7 @@ def walk(role, filename, task, inherited):
             else:
                 targets = [target]
             for name in targets:
-                for item in tasks_of(role, name, passed):
-                    yield item
+                yield from tasks_of(role, name, passed)
             return
     yield filename, task, tags
 
@@ -132,6 +129,6 @@ def test_the_test_sees_the_tasks_it_checks():
     assert len(seen) > 30
     assert '__slurm_munge_given_b64' in derived_inputs('slurm')
     # the templates a task writes from the declaration's list are read too
-    expect, = [t for f, t, _ in tasks_of('node_health', 'main.yml') if t.get('name') == 'Write what this node must have']
+    expect, = [task for filename, task, tags in tasks_of('node_health', 'main.yml') if task.get('name') == 'Write what this node must have']
     assert 'slurm_node_name' in words(task_text('node_health', expect)) | derived_inputs('node_health') and \
         words(task_text('node_health', expect)) & derived_inputs('node_health')
