@@ -15,15 +15,14 @@ cd "$OCIGPU_ROOT" || exit 1
 
 # The default order: the Debian packages first; the venv (mostly downloads) beside the image
 # builds (mostly downloads and unpacking); the checks that need the venv together; the molecule
-# scenarios (MOLECULE_JOBS at a time); then the integration tests and the user's install beside the
-# on-demand demo: all three spend a third to two thirds of their time waiting (the playbooks' 10 s
-# polls, Slurm's and the autoscaler's timers, downloads) and share nothing (the tests' and the
-# install's simulators are their own processes on their own ports, with no container); the two at
-# nice 10, so that the demo's timed checks keep their CPU. The whole-stack demo last, alone, as it
-# keeps both CPUs busy (run beside the integration tests and the install, the three took 1136, 482
-# and 1531 s, against about 500, 160 and 700 s one after the other). The two demos never run
-# together: they use the same podman networks and artifact port.
-STAGES=${STAGES:-host venv+images lint+sanity+unit molecule integration+install+demo-ondemand demo-whole-stack}
+# scenarios (MOLECULE_JOBS at a time); then the integration tests beside the on-demand demo: both
+# spend a third to a half of their time waiting (the playbooks' 10 s polls, Slurm's and the
+# autoscaler's timers) and share nothing (the tests' simulators are their own processes on their own
+# ports, with no container). Then one after the other, as each keeps both CPUs busy (run together,
+# integration, install and the whole-stack demo took 1136, 482 and 1531 s, against about 500, 160
+# and 700 s one after the other). The two demos never run together: they use the same podman
+# networks and artifact port.
+STAGES=${STAGES:-host venv+images lint+sanity+unit molecule integration+demo-ondemand install demo-whole-stack}
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
 mkdir -p "$LOGDIR"
 rm -f "$LOGDIR/.molecule-retried" "$LOGDIR/.molecule-skipped"
@@ -183,7 +182,7 @@ run_stage() {
     install)
       # The collection as a user gets it: its tarball installed into an empty collections path and
       # a fresh venv, the playbooks and inventory plugin run from there, ansible-builder on it.
-      stage install:user nice -n 10 bash tests/install/user-install.sh ;;
+      stage install:user bash tests/install/user-install.sh ;;
     demo)
       # Both demos, one after the other: they use the same podman networks and artifact port.
       run_stage demo-whole-stack
