@@ -423,11 +423,15 @@ def playbook_command(venv, bundle, playbook, options, extra_files):
     return argv
 
 
+def skip_tags_option(settings, *first):
+    """--skip-tags with the tags given first, then those the bundle's settings skip; [] when none."""
+    tags = list(first) + [tag for tag in settings.get('skip_tags') or [] if tag not in first]
+    return ['--skip-tags', ','.join(tags)] if tags else []
+
+
 def configure_command(venv, bundle, name, settings, extra_files, join_only=False):
     """configure.yml against this node; on a current baked image (join_only) its per-node steps alone."""
-    options = ['--tags', JOIN_TAG] if join_only else []
-    if settings.get('skip_tags'):
-        options += ['--skip-tags', ','.join(settings['skip_tags'])]
+    options = (['--tags', JOIN_TAG] if join_only else []) + skip_tags_option(settings)
     return playbook_command(venv, bundle, settings.get('playbook', 'ocigpu.cluster.configure'), options, extra_files)
 
 
@@ -737,8 +741,7 @@ def bake(opts, log, venv_fn=make_venv, configure_fn=run_configure, run=subproces
     # The playbook writes the roles that ran (as their configure_* switches and the skip tags leave them) here.
     result = os.path.join(opts.state_dir, 'bake.json')
     # configure.yml's steps less the per-node ones (the tasks tagged JOIN_TAG), and those the settings skip.
-    options = ['-e', 'ocigpu_bake_result_file=' + result, '-e', 'ocigpu_baking=true',
-               '--skip-tags', ','.join([JOIN_TAG] + [tag for tag in settings.get('skip_tags') or [] if tag != JOIN_TAG])]
+    options = ['-e', 'ocigpu_bake_result_file=' + result, '-e', 'ocigpu_baking=true'] + skip_tags_option(settings, JOIN_TAG)
     argv = playbook_command(venv, bundle, BAKE_PLAYBOOK, options, [os.path.join(bundle, 'node-vars.yml'), local])
     rc = configure_fn(argv, bundle, log, opts.log_file)
     if rc != 0:
