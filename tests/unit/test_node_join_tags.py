@@ -23,6 +23,13 @@ GPU_ROLES = ('common', 'nvme_scratch', 'shared_home', 'cluster_user', 'rdma_netw
 # What a node knows and a builder does not: the join variables and the node's hardware facts.
 JOIN_INPUTS = ('slurm_munge_key_b64', 'slurm_conf_server', 'slurm_node_name', 'mpi_ssh_keys', 'ocigpu_node')
 TASK_KEYS = ('block', 'rescue', 'always')
+# Tasks that read the node's own inputs and rightly run at neither a join nor a bake, each with why.
+NEITHER = {
+    ('node_health', 'Run the checks once, as they were just installed or changed'):
+        'not on the builder (ocigpu_baking); a joining node\'s pull runs the same checks itself',
+    ('node_health', 'Show the results'): 'the results of the run above',
+    ('firewall', 'Say why zones are not checked in check mode'): 'check mode only, which a join or a bake never is',
+}
 
 
 def words(text):
@@ -49,29 +56,35 @@ def derived_inputs(role):
     return found
 
 
-def tasks_of(role, filename, inherited=()):
+JOINING = ('node_join', 'always')  # the tags that run at a join (--tags node_join)
+
+
+def tasks_of(role, filename, inherited=(), reachable=True):
     """(file, task, tags) for every task of the file, its blocks and the files it imports or includes."""
     path = os.path.join(ROLES, role, 'tasks', filename)
     for task in yaml.safe_load(open(path)) or []:
-        yield from walk(role, filename, task, tuple(inherited))
+        yield from walk(role, filename, task, tuple(inherited), reachable)
 
 
-def walk(role, filename, task, inherited):
+def walk(role, filename, task, inherited, reachable):
+    """A task's tags are its own and those of the blocks and imports around it; an include passes on its
+    apply tags alone, and what it includes runs at a join only when the include itself does (reachable)."""
     tags = task.get('tags') or []
     tags = inherited + tuple([tags] if isinstance(tags, str) else tags)
     if any(key in task for key in TASK_KEYS):
         for key in TASK_KEYS:
             for inner in task.get(key) or []:
-                yield from walk(role, filename, inner, tags)
+                yield from walk(role, filename, inner, tags, reachable)
         return
     for action in ('ansible.builtin.import_tasks', 'ansible.builtin.include_tasks'):
         if action in task:
             spec = task[action]
             target = spec if isinstance(spec, str) else spec.get('file')
-            apply_tags = () if isinstance(spec, str) else tuple((spec.get('apply') or {}).get('tags') or ())
-            # An include runs only when its own tags are selected; what it includes carries the apply tags.
-            passed = tags if action.endswith('import_tasks') else tuple(t for t in apply_tags) + (
-                ('node_join',) if 'node_join' in tags and 'node_join' in apply_tags else ())
+            if action.endswith('import_tasks'):
+                passed, inner_reachable = tags, reachable
+            else:
+                passed = () if isinstance(spec, str) else tuple((spec.get('apply') or {}).get('tags') or ())
+                inner_reachable = reachable and bool(set(JOINING) & set(tags))
             if '{{' in target:
                 # setup-{{ os_family }}.yml: every such file of the role
                 pattern = re.compile('^' + re.sub(r'\{\{.*?\}\}', '.*', target) + '$')
@@ -79,9 +92,9 @@ def walk(role, filename, task, inherited):
             else:
                 targets = [target]
             for name in targets:
-                yield from tasks_of(role, name, passed)
+                yield from tasks_of(role, name, passed, inner_reachable)
             return
-    yield filename, task, tags
+    yield filename, task, (tags if reachable else tuple(tag for tag in tags if tag not in JOINING))
 
 
 def task_text(role, task):
@@ -107,14 +120,31 @@ def task_text(role, task):
     return text
 
 
+def task_inputs(role):
+    """derived_inputs, and the facts and results that the role's tasks make from them (set_fact, register)."""
+    found = derived_inputs(role)
+    tasks = [(task, words(task_text(role, task))) for filename, task, tags in tasks_of(role, 'main.yml')]
+    grew = True
+    while grew:
+        grew = False
+        for task, read in tasks:
+            if not read & found:
+                continue
+            made = set(task.get('ansible.builtin.set_fact') or {}) | ({task['register']} if task.get('register') else set())
+            if made - found:
+                found |= made
+                grew = True
+    return found
+
+
 @pytest.mark.parametrize('role', GPU_ROLES)
 def test_tasks_that_read_what_only_the_node_knows_are_tagged_node_join(role):
-    inputs = derived_inputs(role)
+    inputs = task_inputs(role)
     untagged = []
     for filename, task, tags in tasks_of(role, 'main.yml'):
         read = words(task_text(role, task)) & inputs
         # always: the builder and the node both run it (the builder without the node's inputs)
-        if read and not {'node_join', 'always'} & set(tags):
+        if read and not set(JOINING) & set(tags) and (role, task.get('name')) not in NEITHER:
             untagged.append('%s: %s (reads %s)' % (filename, task.get('name'), ', '.join(sorted(read))))
     assert untagged == [], 'tasks of %s that a baked image would run on the builder: %s' % (role, untagged)
 
@@ -128,6 +158,8 @@ def test_the_test_sees_the_tasks_it_checks():
     assert 'node_join' not in seen[('config.yml', 'Create the Slurm folders')]
     assert len(seen) > 30
     assert '__slurm_munge_given_b64' in derived_inputs('slurm')
+    # and what the tasks make of the join inputs: the MPI key pairs given (set_fact), the users' key files
+    assert '__mpi_ssh_keys' in task_inputs('mpi_ssh')
     # the templates a task writes from the declaration's list are read too
     expect, = [task for filename, task, tags in tasks_of('node_health', 'main.yml') if task.get('name') == 'Write what this node must have']
     assert 'slurm_node_name' in words(task_text('node_health', expect)) | derived_inputs('node_health') and \
