@@ -73,7 +73,7 @@ SERVER_TAG = 'ocigpu-pull-server'
 CERT_TAG = 'ocigpu-pull-cert'
 EXIT_NO_TAGS = 3
 
-DEFAULTS = dict(imds_url=IMDS_URL, wait=1800, poll=5, prefix='/opt/ocigpu-pull', state_dir='/var/lib/ocigpu-pull',
+DEFAULTS = dict(imds_url=IMDS_URL, wait=1800, poll=1, prefix='/opt/ocigpu-pull', state_dir='/var/lib/ocigpu-pull',
                 log_file='/var/log/ocigpu-pull.log', timeout=60, manifest='/etc/ocigpu/baked.json', root='/')
 # What a baked image holds (--bake): configure.yml's run of a GPU node's roles less their per-node steps,
 # the tasks tagged JOIN_TAG; a node that boots from the image runs only those.
@@ -120,8 +120,15 @@ def read_tags(doc):
     return found if all(found) else None
 
 
+# The tags come within seconds of the launch on an on-demand node or a replacement (the service sets
+# them): a look every `poll` seconds for the first minute, then every SLOW_POLL at most, as a node that
+# waits longer (a static node, configured by push) needs no haste.
+SLOW_POLL_AFTER, SLOW_POLL = 60, 5
+
+
 def wait_for_tags(imds_url, wait, poll, log, fetch=imds_instance, sleep=time.sleep, clock=time.time):
-    deadline = clock() + wait
+    start = clock()
+    deadline = start + wait
     said = None
     while True:
         try:
@@ -136,9 +143,10 @@ def wait_for_tags(imds_url, wait, poll, log, fetch=imds_instance, sleep=time.sle
         if state != said:
             log('waiting: %s', state)
             said = state
-        if clock() >= deadline:
+        now = clock()
+        if now >= deadline:
             return None, None
-        sleep(poll)
+        sleep(poll if now - start < SLOW_POLL_AFTER else max(poll, SLOW_POLL))
 
 
 # The controller, over TLS pinned to its certificate ---------------------------------------------

@@ -399,6 +399,19 @@ def test_a_node_that_never_gets_its_tags_gives_up_and_says_so(tmp_path):
     assert 'not an on-demand node' in open(str(tmp_path / 'pull.log')).read()
 
 
+def test_the_tags_are_looked_for_every_second_for_a_minute_then_every_five(tmp_path):
+    now, slept = [0.0], []
+    log = ocigpu_pull.Log(str(tmp_path / 'pull.log'), clock=lambda: now[0])
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+    found, _doc = ocigpu_pull.wait_for_tags('http://imds.invalid/opc/v2', 90, 1, log, fetch=lambda url: {},
+                                            sleep=sleep, clock=lambda: now[0])
+    assert found is None
+    assert slept[:60] == [1] * 60 and set(slept[60:]) == {5} and now[0] >= 90
+
+
 def test_configure_failure_is_reported_and_the_key_removed(server, tls, tmp_path):
     doc = tagged(server, tls)
     log = ocigpu_pull.Log(str(tmp_path / 'pull.log'))
