@@ -128,16 +128,19 @@ gpu_capacity_sources:
 YAML
   echo "   capacity sources: r1 (reservation $r1, 2 hosts in ${ads[0]}), ad-1 (${ads[0]}), ad-2 (${ads[1]})"
 fi
-# Wheels for the controller's virtual environment (oci, ansible-core) and the nodes' (ansible-core):
-# a local mirror, as a site without PyPI access would have. Cached across runs.
+# Wheels for the controller's virtual environment (oci, ansible-core) and the nodes' (ansible-core,
+# Mitogen): a local mirror, as a site without PyPI access would have. Cached across runs; the marker
+# names what was downloaded.
 wheels=$OCIGPU_CACHE/demo-wheels-cp313
-if [ ! -s "$wheels/.done" ]; then
+want_wheels="oci==2.189.0 ansible-core==2.19.14 mitogen==0.3.54"
+if [ "$(cat "$wheels/.done" 2>/dev/null)" != "$want_wheels" ]; then
   log "downloading the wheels for the stand-ins (Python 3.13) into $wheels"
   mkdir -p "$wheels"
+  # shellcheck disable=SC2086  # one argument per requirement
   pip download -q -d "$wheels" --only-binary=:all: --python-version 3.13 --implementation cp --abi cp313 --abi abi3 \
     --abi none --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    --platform any oci==2.189.0 ansible-core==2.19.14
-  date > "$wheels/.done"
+    --platform any $want_wheels
+  echo "$want_wheels" > "$wheels/.done"
 fi
 demo_artifacts
 ln -sfn "$wheels" "$work/artifacts/wheels"

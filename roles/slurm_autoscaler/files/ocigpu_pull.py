@@ -376,10 +376,15 @@ def install_python(log, run=subprocess.run, which=shutil.which):
     return False
 
 
+def requirements(settings):
+    """What the node's virtual environment holds: ansible-core, and Mitogen where the settings name it."""
+    return [settings.get('ansible_core', 'ansible-core')] + ([settings['mitogen']] if settings.get('mitogen') else [])
+
+
 def make_venv(prefix, settings, log, run=subprocess.run, find=find_python, install=install_python):
     venv = os.path.join(prefix, 'venv')
     python = os.path.join(venv, 'bin', 'python')
-    want = settings.get('ansible_core', 'ansible-core')
+    want = ' '.join(requirements(settings))
     marker = os.path.join(venv, '.ocigpu-ansible-core')
     if os.path.exists(marker) and open(marker).read().strip() == want:
         log('ansible: %s already in %s', want, venv)
@@ -393,7 +398,7 @@ def make_venv(prefix, settings, log, run=subprocess.run, find=find_python, insta
     log('ansible: installing %s into %s with %s', want, venv, interpreter)
     for argv in ([interpreter, '-m', 'venv', venv],
                  [python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check']
-                 + list(settings.get('pip_args') or []) + [want]):
+                 + list(settings.get('pip_args') or []) + requirements(settings)):
         proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
         if proc.returncode != 0:
             raise PullError('%s failed: %s' % (' '.join(argv[:4]), proc.stdout.decode('utf-8', 'replace')[-2000:]))
@@ -458,10 +463,26 @@ def write_inventory(bundle, name, python='/usr/bin/python3'):
     return path
 
 
+MITOGEN_STRATEGY = 'ocigpu.cluster.mitogen_linear'
+
+
+def write_ansible_cfg(bundle, venv):
+    """The runs' ansible.cfg (they start in the bundle folder): Mitogen's strategy when the venv has Mitogen,
+    one Python for the whole play instead of one per task; Ansible's default otherwise. Returns the strategy."""
+    strategy = MITOGEN_STRATEGY if glob.glob(os.path.join(venv, 'lib', 'python*', 'site-packages', 'ansible_mitogen')) \
+        else 'linear'
+    with open(os.path.join(bundle, 'ansible.cfg'), 'w') as f:
+        f.write('[defaults]\nstrategy = %s\n' % strategy)
+    return strategy
+
+
 def run_configure(argv, bundle, log, log_file, run=subprocess.Popen, label='configure'):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(bundle, 'collections'),
                ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='0',
                ANSIBLE_HOST_KEY_CHECKING='0', ANSIBLE_LOCALHOST_WARNING='0', HOME=os.environ.get('HOME', '/root'))
+    cfg = os.path.join(bundle, 'ansible.cfg')
+    if os.path.exists(cfg):  # write_ansible_cfg's, whatever the environment names
+        env['ANSIBLE_CONFIG'] = cfg
     log('%s: %s', label, ' '.join(argv))
     proc = run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=bundle)
     tail = []
@@ -618,13 +639,15 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     try:
         baked_venv = manifest.get('venv') if state == 'skip' else None
         if baked_venv and manifest.get('ansible_core') == settings.get('ansible_core', 'ansible-core') \
+                and manifest.get('mitogen', '') == settings.get('mitogen', '') \
                 and os.path.exists(os.path.join(baked_venv, 'bin', 'ansible-playbook')):
-            log('ansible: the baked %s in %s', manifest['ansible_core'], baked_venv)
+            log('ansible: the baked %s in %s', ' '.join(requirements(manifest)), baked_venv)
             venv = baked_venv
         else:
             venv = venv_fn(opts.prefix, settings, log)
         lap('ansible')
         write_inventory(bundle, name)
+        log('ansible: strategy %s', write_ansible_cfg(bundle, venv))
         extra = [os.path.join(bundle, 'node-vars.yml'), secrets]
         # The cluster's lock file came in the bundle: this node gets the bytes the cluster's other
         # nodes got (docs/artifacts.md); strict as the controller's run was.
@@ -742,6 +765,7 @@ def bake(opts, log, venv_fn=make_venv, configure_fn=run_configure, run=subproces
     log('bake: bundle %s (%s, lock %s)', digests['bundle_digest'][:12], collection_label(settings), digests['lock_digest'][:12])
     venv = venv_fn(opts.prefix, settings, log)
     write_inventory(bundle, 'bake')
+    log('bake: strategy %s', write_ansible_cfg(bundle, venv))
     local = os.path.join(bundle, 'local-vars.json')
     with open(local, 'w') as f:
         json.dump(dict(ocigpu_lock_file=os.path.join(bundle, 'ocigpu.lock.yml'),
@@ -762,7 +786,8 @@ def bake(opts, log, venv_fn=make_venv, configure_fn=run_configure, run=subproces
         raise PullError('%s left no list of the roles it ran in %s (%s)' % (BAKE_PLAYBOOK, result, exc))
     manifest = dict(format=MANIFEST_FORMAT, cluster=opts.cluster or settings.get('cluster_name') or '',
                     collection=collection_label(settings), roles=sorted(ran), join_tag=JOIN_TAG, baked_at=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
-                    venv=venv, ansible_core=settings.get('ansible_core', 'ansible-core'), **digests)
+                    venv=venv, ansible_core=settings.get('ansible_core', 'ansible-core'),
+                    mitogen=settings.get('mitogen', ''), **digests)
     write_manifest(opts.manifest, manifest)
     log('bake: wrote %s (roles %s)', opts.manifest, ', '.join(manifest['roles']) or 'none')
     log.path = None  # the log file goes with the cleaning

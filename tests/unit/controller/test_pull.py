@@ -484,13 +484,15 @@ def test_a_node_without_a_new_enough_python_installs_one_then_makes_the_venv(tmp
             os.makedirs(argv[3])
         return SimpleNamespace(returncode=0, stdout=b'')
     lines = []
-    venv = ocigpu_pull.make_venv(str(tmp_path), dict(ansible_core='ansible-core==2.19.14', pip_args=['--no-index']),
+    venv = ocigpu_pull.make_venv(str(tmp_path), dict(ansible_core='ansible-core==2.19.14', pip_args=['--no-index'],
+                                                     mitogen='mitogen==0.3.54'),
                                  lambda *a: lines.append(a[0] % a[1:]), run=run, find=lambda: next(found),
                                  install=lambda log: ocigpu_pull.install_python(
                                  log, run=run, which=lambda tool: '/usr/bin/dnf' if tool == 'dnf' else None))
     assert ran[0] == ['dnf', '-y', 'install', 'python3.12', 'python3.12-pip']
     assert ran[1] == ['/usr/bin/python3.12', '-m', 'venv', venv]
-    assert ran[2][-2:] == ['--no-index', 'ansible-core==2.19.14']
+    assert ran[2][-3:] == ['--no-index', 'ansible-core==2.19.14', 'mitogen==0.3.54']
+    assert (tmp_path / 'venv' / '.ocigpu-ansible-core').read_text() == 'ansible-core==2.19.14 mitogen==0.3.54\n'
     # nothing to install with and no Python: a clear error, no traceback
     with pytest.raises(ocigpu_pull.PullError, match='no Python 3.11 or newer'):
         ocigpu_pull.make_venv(str(tmp_path / 'x'), {}, lambda *a: None, run=run, find=lambda: None,

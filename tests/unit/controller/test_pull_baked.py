@@ -208,6 +208,42 @@ def test_a_baked_venv_of_another_ansible_core_is_made_again(tmp_path):
     assert selected(node.configure[0]) == ['node_join'] and skipped(node.configure[0]) == ['nvme_scratch']
 
 
+def test_a_baked_venv_without_the_mitogen_the_settings_ask_for_is_made_again(tmp_path):
+    # baked without Mitogen, for a bundle that asks for it: the baked roles are current, the venv is not
+    wants = {'pull.json': json.dumps(dict(json.loads(FILES['pull.json']), mitogen='mitogen==0.3.54'))}
+    (tmp_path / 'a').mkdir()
+    node = baked_node(tmp_path / 'a', digests_of(tmp_path / 'a', **wants), bundle_changes=wants)
+    assert node.rc == 0 and node.timings['baked'] is True and node.venvs == [str(tmp_path / 'a' / 'prefix')]
+    assert selected(node.configure[0]) == ['node_join']
+    # baked with another Mitogen than the bundle's (none)
+    (tmp_path / 'b').mkdir()
+    node = baked_node(tmp_path / 'b', {'mitogen': 'mitogen==0.3.53'})
+    assert node.rc == 0 and node.timings['baked'] is True and node.venvs == [str(tmp_path / 'b' / 'prefix')]
+    # and with the same one, the baked venv serves
+    (tmp_path / 'c').mkdir()
+    node = baked_node(tmp_path / 'c', dict(digests_of(tmp_path / 'c', **wants), mitogen='mitogen==0.3.54'), bundle_changes=wants)
+    assert node.rc == 0 and node.venvs == [] and node.configure[0][0] == str(tmp_path / 'c' / 'baked-venv' / 'bin' / 'ansible-playbook')
+
+
+def test_the_runs_use_mitogens_strategy_only_where_the_venv_has_mitogen(tmp_path):
+    bundle, venv = tmp_path / 'bundle', tmp_path / 'venv'
+    bundle.mkdir()
+    (venv / 'lib' / 'python3.13' / 'site-packages').mkdir(parents=True)
+    assert ocigpu_pull.write_ansible_cfg(str(bundle), str(venv)) == 'linear'
+    assert (bundle / 'ansible.cfg').read_text() == '[defaults]\nstrategy = linear\n'
+    (venv / 'lib' / 'python3.13' / 'site-packages' / 'ansible_mitogen').mkdir()
+    assert ocigpu_pull.write_ansible_cfg(str(bundle), str(venv)) == 'ocigpu.cluster.mitogen_linear'
+    assert (bundle / 'ansible.cfg').read_text() == '[defaults]\nstrategy = ocigpu.cluster.mitogen_linear\n'
+    # the runs read that file whatever their environment names (and they start in the bundle folder)
+    seen = {}
+
+    def popen(argv, **kw):
+        seen.update(kw)
+        return SimpleNamespace(stdout=iter([b'PLAY RECAP\n']), wait=lambda: 0)
+    assert ocigpu_pull.run_configure(['ansible-playbook'], str(bundle), lambda *a: None, None, run=popen) == 0
+    assert seen['env']['ANSIBLE_CONFIG'] == str(bundle / 'ansible.cfg') and seen['cwd'] == str(bundle)
+
+
 def test_settings_changed_since_the_bake_run_every_step_again(tmp_path):
     node = baked_node(tmp_path, {}, bundle_changes={'node-vars.yml': 'slurm_cluster_name: as\ncluster_users: true\n'})
     assert node.rc == 0 and node.timings['baked'] is False
@@ -294,10 +330,10 @@ def test_bake_runs_the_bake_playbook_writes_the_manifest_then_cleans(tmp_path):
     assert written == manifest
     assert oct(os.stat(opts.manifest).st_mode & 0o777) == '0o644'
     assert set(written) == {'format', 'cluster', 'collection', 'collection_digest', 'lock_digest', 'settings_digest', 'roles',
-                            'join_tag', 'bundle_digest', 'baked_at', 'venv', 'ansible_core'}
+                            'join_tag', 'bundle_digest', 'baked_at', 'venv', 'ansible_core', 'mitogen'}
     assert written['format'] == 2 and written['join_tag'] == 'node_join' and written['cluster'] == 'as' and written['collection'] == 'ocigpu.cluster 1.2.3'
     assert written['roles'] == ['containerd_rootless', 'enroot', 'pyxis'] and written['venv'] == venv
-    assert written['ansible_core'] == CORE and written['baked_at'].endswith('Z')
+    assert written['ansible_core'] == CORE and written['mitogen'] == '' and written['baked_at'].endswith('Z')
     assert {k: written[k] for k in ('collection_digest', 'lock_digest', 'settings_digest', 'bundle_digest')} == digests_of(tmp_path)
     # the cleaning
     gone = ['opt/ocigpu-pull/bundle', 'opt/ocigpu-pull/bundle.tar.gz', 'var/lib/ocigpu-pull/bake.json', 'var/log/ocigpu-pull.log',
