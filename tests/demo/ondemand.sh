@@ -763,8 +763,11 @@ if [ -n "$BAKE" ]; then
   echo "   the pull after its tags on the baked image, and the bake's run of the baked roles from the stock image (seconds):"
   for f in "$work"/ocigpu-demo-*.pull.json "$work/held-instance.json" "$work/heal-instance.json" "$work/static-instance.json"; do
     [ -s "$f" ] || continue
-    jq -r --arg f "$(basename "$f" .json)" '"     \(if .baked then "baked" else "stock" end)  \(.name)  ansible-core \(.ansible // 0)  roles \(.configure)  checks \((.checks // 0) + (.active_check // 0) | . * 100 | round / 100)  total after the tags \(.total - .wait_tags | . * 100 | round / 100)"' "$f" || true
+    jq -r --arg f "$(basename "$f" .json)" '"     \(if .baked then "baked" else "stock" end)  \(.name)  ansible-core \(.ansible // 0)  roles \(.configure) (\(.strategy // "linear"))  checks \((.checks // 0) + (.active_check // 0) | . * 100 | round / 100)  total after the tags \(.total - .wait_tags | . * 100 | round / 100)"' "$f" || true
     jq -e '.baked == true' "$f" >/dev/null || die "$(basename "$f" .json) did not pull on the baked image (its log: ${f%.json}.log)"
+    # Mitogen, the pull's default, came with the image's environment (slurm_autoscaler_pull_mitogen)
+    jq -e '.strategy == "ocigpu.cluster.mitogen_linear"' "$f" >/dev/null \
+      || die "$(basename "$f" .json) ran its roles without Mitogen's strategy (its log: ${f%.json}.log)"
   done
   echo "     stock  the builder  the bake's run (a virtual environment with ansible-core, the baked roles): ${bake_run:-?}"
   grep -q 'only the per-node steps (--tags node_join)' "$work/heal-instance.log" || die "the new instance's pull did not run only the per-node steps (see $work/heal-instance.log)"

@@ -647,7 +647,8 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
             venv = venv_fn(opts.prefix, settings, log)
         lap('ansible')
         write_inventory(bundle, name)
-        log('ansible: strategy %s', write_ansible_cfg(bundle, venv))
+        timings['strategy'] = write_ansible_cfg(bundle, venv)
+        log('ansible: strategy %s', timings['strategy'])
         extra = [os.path.join(bundle, 'node-vars.yml'), secrets]
         # The cluster's lock file came in the bundle: this node gets the bytes the cluster's other
         # nodes got (docs/artifacts.md); strict as the controller's run was.

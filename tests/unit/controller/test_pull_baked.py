@@ -223,6 +223,8 @@ def test_a_baked_venv_without_the_mitogen_the_settings_ask_for_is_made_again(tmp
     (tmp_path / 'c').mkdir()
     node = baked_node(tmp_path / 'c', dict(digests_of(tmp_path / 'c', **wants), mitogen='mitogen==0.3.54'), bundle_changes=wants)
     assert node.rc == 0 and node.venvs == [] and node.configure[0][0] == str(tmp_path / 'c' / 'baked-venv' / 'bin' / 'ansible-playbook')
+    # that stand-in venv lacks Mitogen's files: Ansible's default strategy, said in the timings
+    assert node.timings['strategy'] == 'linear' and 'ansible: strategy linear' in node.log
 
 
 def test_the_runs_use_mitogens_strategy_only_where_the_venv_has_mitogen(tmp_path):
