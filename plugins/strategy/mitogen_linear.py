@@ -13,6 +13,8 @@ description:
     library keeps one per host (and per become user) for a whole play, so a task costs less. The
     roles do the same work. Turn it on with C(ANSIBLE_STRATEGY=ocigpu.cluster.mitogen_linear) after
     C(pip install mitogen); docs/playbooks.md has the figures measured with it.
+  - The on-demand nodes' pull (the slurm_autoscaler role's C(ocigpu-pull)) installs Mitogen beside ansible-core
+    and runs its playbooks against the node with this strategy unless C(slurm_autoscaler_pull_mitogen) is empty.
   - This plugin is Mitogen's own C(mitogen_linear) strategy with one change, the reason it exists.
     Mitogen pins its processes to CPUs itself; on a controller with two or three CPUs it keeps CPU 0
     for its connection multiplexer and pins every worker, and every process a worker starts (ssh
