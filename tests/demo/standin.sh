@@ -100,19 +100,11 @@ case "$OCISIM_EVENT" in
       # real instance, slurmd sees a boot just before it starts: it runs in a time namespace.
       podman exec -i "$name" sh -c 'cat > /usr/local/sbin/standin-slurmd; chmod 0755 /usr/local/sbin/standin-slurmd
         mkdir -p /etc/systemd/system/slurmd.service.d
-        printf "[Service]\nNotifyAccess=all\nExecStart=\nExecStart=/usr/local/sbin/standin-slurmd --systemd \$SLURMD_OPTIONS\nExecStopPost=/usr/local/sbin/standin-slurmd --wait-gone\n" \
+        printf "[Service]\nNotifyAccess=all\nExecStart=\nExecStart=/usr/local/sbin/standin-slurmd --systemd \$SLURMD_OPTIONS\n" \
           > /etc/systemd/system/slurmd.service.d/zz-standin-boot.conf' <<'WRAPPER'
 #!/bin/sh
 # Demo stand-in: slurmd's start is this node's boot (a real node boots minutes after the power-up
 # request, and its pull starts slurmd once, at its end).
-# The unit's main process is unshare, slurmd its child, and slurmd.service stops the main process
-# alone (KillMode=process): slurmd ends after the unit has stopped, and a restart's slurmd could not
-# bind its port while the old one was still going. After a stop (ExecStopPost), wait up to 30 s for it.
-if [ "${1:-}" = --wait-gone ]; then
-  i=0
-  while pgrep -x slurmd >/dev/null 2>&1 && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
-  exit 0
-fi
 exec /usr/bin/unshare --time --boottime "-$(cut -d. -f1 /proc/uptime)" --fork --kill-child=SIGTERM /usr/sbin/slurmd "$@"
 WRAPPER
       podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null 2>&1 || true
