@@ -105,6 +105,11 @@ case "$OCISIM_EVENT" in
 #!/bin/sh
 # Demo stand-in: slurmd's start is this node's boot (a real node boots minutes after the power-up
 # request, and its pull starts slurmd once, at its end).
+# The unit's main process is unshare, slurmd its child, and slurmd.service stops the main process
+# alone (KillMode=process): slurmd may still be ending after the unit has stopped, and a restart's
+# slurmd could not bind port 6818 while the old one held it. A start waits up to 30 s for it to go.
+i=0
+while [ "$i" -lt 150 ] && grep -qsx slurmd /proc/[0-9]*/comm; do sleep 0.2; i=$((i + 1)); done
 exec /usr/bin/unshare --time --boottime "-$(cut -d. -f1 /proc/uptime)" --fork --kill-child=SIGTERM /usr/sbin/slurmd "$@"
 WRAPPER
       podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null 2>&1 || true
