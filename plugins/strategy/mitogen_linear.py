@@ -15,14 +15,21 @@ description:
     C(pip install mitogen); docs/playbooks.md has the figures measured with it.
   - The on-demand nodes' pull (the slurm_autoscaler role's C(ocigpu-pull)) installs Mitogen beside ansible-core
     and runs its playbooks against the node with this strategy unless C(slurm_autoscaler_pull_mitogen) is empty.
-  - This plugin is Mitogen's own C(mitogen_linear) strategy with one change, the reason it exists.
+  - This plugin is Mitogen's own C(mitogen_linear) strategy with two changes, the reason it exists.
     Mitogen pins its processes to CPUs itself; on a controller with two or three CPUs it keeps CPU 0
     for its connection multiplexer and pins every worker, and every process a worker starts (ssh
     among them), to CPU 1, so one CPU does all the work. Here Mitogen's placement is swapped for its
     base policy, which places nothing, so the kernel spreads the processes over every CPU. The
     plugin also spares you from looking up where pip put Mitogen's strategy plugins.
-  - The boot wait (C(boot_wait.yml), the first play of C(configure.yml)) and C(validate.yml) keep
-    Ansible's default strategy whatever is set here.
+  - The second change is for the host keys. With Ansible's C(host_key_checking) on (its default),
+    Mitogen puts C(-o StrictHostKeyChecking yes) in front of the host's own ssh arguments, and ssh keeps
+    the first value it reads, so the C(StrictHostKeyChecking=accept-new) that the C(gpu_nodes) inventory
+    and C(provision.yml) give every host was never read, and a host whose key was not yet known was
+    refused. Where the host's ssh arguments name a C(StrictHostKeyChecking), this plugin leaves Mitogen's
+    out, as Ansible's own ssh connection adds none. With C(host_key_checking) off nothing changes.
+  - The boot wait (C(boot_wait.yml), the first play of C(configure.yml)), C(validate.yml) and the plays
+    with background jobs (provisioning, teardown, the diagnostics bundle) keep Ansible's default
+    strategy whatever is set here.
 author:
   - ocigpu.cluster maintainers (@ocigpu)
 version_added: 0.4.0
@@ -42,6 +49,27 @@ else:
     MITOGEN_IMPORT_ERROR = None
     # Read by the multiplexer, the top-level process and each worker as they start, all after this.
     ansible_mitogen.affinity.policy = ansible_mitogen.affinity.Policy()
+
+    import re
+
+    import mitogen.ssh
+
+    _STRICT_OPTION = re.compile(r'^(-o\s*)?StrictHostKeyChecking\b', re.IGNORECASE)
+    _mitogen_boot_command = mitogen.ssh.Connection.get_boot_command
+
+    def _boot_command_keeping_the_hosts_check(self):
+        """Mitogen's ssh command line, less its own StrictHostKeyChecking=yes where the host's ssh
+        arguments choose one (as Ansible's ssh connection leaves ssh's checks to them)."""
+        bits = _mitogen_boot_command(self)
+        if self.options.check_host_keys == 'enforce' and any(_STRICT_OPTION.match(arg) for arg in self.options.ssh_args or ()):
+            for i in range(len(bits) - 1):
+                if bits[i] == '-o' and bits[i + 1] == 'StrictHostKeyChecking yes':
+                    del bits[i:i + 2]
+                    break
+        return bits
+
+    # In the multiplexer, which starts the ssh processes: it is forked from this process after this.
+    mitogen.ssh.Connection.get_boot_command = _boot_command_keeping_the_hosts_check
 
 
 if MITOGEN_IMPORT_ERROR is None:

@@ -47,3 +47,43 @@ def test_without_mitogen_the_plugin_loads_and_using_it_says_what_to_install():
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith('AnsibleError '), out.stdout
     assert 'needs the mitogen Python package on the controller (pip install mitogen' in out.stdout
+
+
+BOOT = '''
+import mitogen.ssh
+def boot(check, args):
+    conn = mitogen.ssh.Connection.__new__(mitogen.ssh.Connection)
+    conn.options = mitogen.ssh.Options(max_message_size=1 << 20, hostname='node1', check_host_keys=check, ssh_args=args)
+    conn.get_preamble = lambda: b''  # the code sent after the first stage: it needs a live router
+    return conn.get_boot_command()
+'''
+
+
+@pytest.mark.parametrize('check, args, strict', [
+    # The inventory's own choice is the one ssh reads (ssh keeps the first value).
+    ('enforce', ['-o', 'StrictHostKeyChecking=accept-new', '-o', 'HostKeyAlias=ocid1.instance.x'], ['StrictHostKeyChecking=accept-new']),
+    ('enforce', ['-oStrictHostKeyChecking=accept-new'], ['-oStrictHostKeyChecking=accept-new']),
+    # No choice of the host's own (or one only inside a ProxyCommand's inner ssh): Mitogen's stays.
+    ('enforce', ['-o', 'HostKeyAlias=ocid1.instance.x'], ['StrictHostKeyChecking yes']),
+    ('enforce', ['-o', 'ProxyCommand=ssh -o StrictHostKeyChecking=accept-new -W %h:%p bastion'], ['StrictHostKeyChecking yes']),
+    # host_key_checking off: Mitogen's "no" and /dev/null stay first, as before.
+    ('ignore', ['-o', 'StrictHostKeyChecking=accept-new'], ['StrictHostKeyChecking no', 'StrictHostKeyChecking=accept-new']),
+])
+def test_the_hosts_own_host_key_check_is_the_one_ssh_reads(check, args, strict):
+    pytest.importorskip('ansible_mitogen', reason='Mitogen is not installed (tests/requirements.txt has it)')
+    code = ('import json\n' + LOAD + BOOT +
+            'print(json.dumps(boot(%r, %r)))\n' % (check, args) +
+            'mitogen.ssh.Connection.get_boot_command = mod._mitogen_boot_command\n'
+            'print(json.dumps(boot(%r, %r)))\n' % (check, args))
+    out = run(code)
+    assert out.returncode == 0, out.stderr
+    import json
+    patched, original = (json.loads(line) for line in out.stdout.splitlines())
+    options = [patched[i + 1] for i in range(len(patched) - 1) if patched[i] == '-o' and 'StrictHostKeyChecking' in patched[i + 1]
+               and not patched[i + 1].startswith('ProxyCommand')]
+    options += [a for a in patched if a.startswith('-oStrictHostKeyChecking')]
+    assert options == strict, patched
+    # Only Mitogen's own option may go; the rest of the command line is Mitogen's, unchanged.
+    removed = [a for a in original if a not in patched]
+    assert removed in ([], ['StrictHostKeyChecking yes']), (original, patched)
+    assert original.index('node1') - patched.index('node1') == (2 if removed else 0)
