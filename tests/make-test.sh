@@ -15,14 +15,15 @@ cd "$OCIGPU_ROOT" || exit 1
 
 # The default order: the Debian packages first; the venv (mostly downloads) beside the image
 # builds (mostly downloads and unpacking); the checks that need the venv together; the molecule
-# scenarios (MOLECULE_JOBS at a time); then the integration tests beside the on-demand demo: both
-# spend a third to a half of their time waiting (the playbooks' 10 s polls, Slurm's and the
-# autoscaler's timers) and share nothing (the tests' simulators are their own processes on their own
-# ports, with no container). The user's install goes beside the whole-stack demo, which leaves a
-# third of the CPUs idle (68 % busy alone): beside the integration tests and the on-demand demo,
-# already 96-99 % busy, it saved nothing and slowed the demo. The two demos never run together: they
-# use the same podman networks and artifact port.
-STAGES=${STAGES:-host venv+images lint+sanity+unit molecule integration+demo-ondemand install+demo-whole-stack}
+# scenarios (MOLECULE_JOBS at a time) with the user's install beside them, at a lower priority: the
+# VM's scenario is the longest lane by minutes, and once the container scenarios are done it keeps
+# one CPU of two busy, so the install takes the other. Then the integration tests beside both demos
+# (the whole-stack demo, then the on-demand one): the tests spend a third to a half of their time
+# waiting (the playbooks' 10 s polls, the simulator's work requests) and share nothing with the
+# demos (their simulators are their own processes on their own ports, with no container); at a lower
+# priority they take what the demos leave. The two demos never run together: they use the same podman
+# networks and artifact port.
+STAGES=${STAGES:-host venv+images lint+sanity+unit molecule+install integration+demo}
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
 mkdir -p "$LOGDIR"
 rm -f "$LOGDIR/.molecule-retried" "$LOGDIR/.molecule-skipped"
@@ -172,8 +173,8 @@ run_stage() {
       fi ;;
     integration)
       if compgen -G 'tests/integration/test_*.py' >/dev/null; then
-        # At a lower priority: beside the on-demand demo (the default order), whose checks have time
-        # limits (a job told within 60 s why it waits), the tests take the CPU the demo leaves.
+        # At a lower priority: beside the demos (the default order), whose checks have time
+        # limits (a job told within 60 s why it waits), the tests take the CPU the demos leave.
         stage integration:pytest nice -n 10 pytest -p no:cacheprovider -n 2 --dist load --maxschedchunk 1 --durations=8 tests/integration
       else
         log "LOUD SKIP: no integration tests exist yet (tests/integration/test_*.py)"
@@ -182,7 +183,7 @@ run_stage() {
     install)
       # The collection as a user gets it: its tarball installed into an empty collections path and
       # a fresh venv, the playbooks and inventory plugin run from there, ansible-builder on it.
-      # At a lower priority: beside the whole-stack demo (the default order), it takes what the demo leaves.
+      # At a lower priority: beside the molecule scenarios (the default order), it takes what they leave.
       stage install:user nice -n 10 bash tests/install/user-install.sh ;;
     demo)
       # Both demos, one after the other: they use the same podman networks and artifact port.
