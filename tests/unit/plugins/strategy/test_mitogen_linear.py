@@ -4,6 +4,7 @@ off, and a clear error where Mitogen is not installed. Each check loads the plug
 loading it changes Mitogen's module state for the whole process."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -77,7 +78,6 @@ def test_the_hosts_own_host_key_check_is_the_one_ssh_reads(check, args, strict):
             'print(json.dumps(boot(%r, %r)))\n' % (check, args))
     out = run(code)
     assert out.returncode == 0, out.stderr
-    import json
     patched, original = (json.loads(line) for line in out.stdout.splitlines())
     options = [patched[i + 1] for i in range(len(patched) - 1) if patched[i] == '-o' and 'StrictHostKeyChecking' in patched[i + 1]
                and not patched[i + 1].startswith('ProxyCommand')]
