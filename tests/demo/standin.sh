@@ -100,16 +100,20 @@ case "$OCISIM_EVENT" in
       # real instance, slurmd sees a boot just before it starts: it runs in a time namespace.
       podman exec -i "$name" sh -c 'cat > /usr/local/sbin/standin-slurmd; chmod 0755 /usr/local/sbin/standin-slurmd
         mkdir -p /etc/systemd/system/slurmd.service.d
-        printf "[Service]\nNotifyAccess=all\nExecStart=\nExecStart=/usr/local/sbin/standin-slurmd --systemd \$SLURMD_OPTIONS\n" \
+        printf "[Service]\nNotifyAccess=all\nExecStart=\nExecStart=/usr/local/sbin/standin-slurmd --systemd \$SLURMD_OPTIONS\nExecStop=/usr/bin/pkill -TERM -P \$MAINPID -x slurmd\n" \
           > /etc/systemd/system/slurmd.service.d/zz-standin-boot.conf' <<'WRAPPER'
 #!/bin/sh
 # Demo stand-in: slurmd's start is this node's boot (a real node boots minutes after the power-up
 # request, and its pull starts slurmd once, at its end).
-# The unit's main process is unshare, slurmd its child, and slurmd.service stops the main process
-# alone (KillMode=process): slurmd may still be ending after the unit has stopped, and a restart's
-# slurmd could not bind port 6818 while the old one held it. A start waits up to 30 s for it to go.
+# The unit's main process is unshare and slurmd its child. unshare --fork blocks SIGTERM while its
+# child runs, and slurmd.service signals the main process alone (KillMode=process), so a stop would
+# leave slurmd running and a restart's slurmd could not bind port 6818: the unit's ExecStop ends the
+# child, and unshare exits with it. A start also ends a slurmd left from a start that was stopped
+# before slurmd was its child (what systemd does to a real node's slurmd at its stop).
+pkill -TERM -x slurmd
 i=0
-while [ "$i" -lt 150 ] && grep -qsx slurmd /proc/[0-9]*/comm; do sleep 0.2; i=$((i + 1)); done
+while [ "$i" -lt 100 ] && grep -qsx slurmd /proc/[0-9]*/comm; do sleep 0.2; i=$((i + 1)); done
+pkill -KILL -x slurmd
 exec /usr/bin/unshare --time --boottime "-$(cut -d. -f1 /proc/uptime)" --fork --kill-child=SIGTERM /usr/sbin/slurmd "$@"
 WRAPPER
       podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null 2>&1 || true
