@@ -4,7 +4,7 @@
 # all that is wrong; the exit status is non-zero when any stage failed.
 #
 # Select stages with STAGES="lint sanity unit molecule integration install demo" (the default is
-# below; demo is demo-whole-stack then demo-ondemand); stages joined by "+" run at the same time,
+# below; demo is demo-ondemand then demo-whole-stack); stages joined by "+" run at the same time,
 # each into its own log. Molecule scenarios are
 # chosen with SCENARIOS="common firewall" (default: every folder under molecule/ with a molecule.yml);
 # MOLECULE_JOBS=N runs N scenarios at a time (default 3: with three at once both CPUs of the 2-core
@@ -18,10 +18,12 @@ cd "$OCIGPU_ROOT" || exit 1
 # scenarios (MOLECULE_JOBS at a time) with the user's install beside them, at a lower priority: the
 # VM's scenario is the longest lane by minutes, and once the container scenarios are done it keeps
 # one CPU of two busy, so the install takes the other. Then the integration tests beside both demos
-# (the whole-stack demo, then the on-demand one): the tests spend a third to a half of their time
+# (the on-demand demo, then the whole-stack one): the tests spend a third to a half of their time
 # waiting (the playbooks' 10 s polls, the simulator's work requests) and share nothing with the
 # demos (their simulators are their own processes on their own ports, with no container); at a lower
-# priority they take what the demos leave. The two demos never run together: they use the same podman
+# priority they take what the demos leave. The on-demand demo goes first: it waits much of its time
+# (the nodes' idle timeouts, the healing loop's rounds; about half the CPUs busy when it runs alone),
+# which the tests fill, while the whole-stack demo keeps both CPUs busy and runs once they are done. The two demos never run together: they use the same podman
 # networks and artifact port.
 STAGES=${STAGES:-host venv+images lint+sanity+unit molecule+install integration+demo}
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
@@ -187,8 +189,8 @@ run_stage() {
       stage install:user nice -n 10 bash tests/install/user-install.sh ;;
     demo)
       # Both demos, one after the other: they use the same podman networks and artifact port.
-      run_stage demo-whole-stack
-      run_stage demo-ondemand ;;
+      run_stage demo-ondemand
+      run_stage demo-whole-stack ;;
     demo-whole-stack)
       # The whole stack on the same nodes, over SSH through the bastion (what `make demo` shows).
       stage demo:whole-stack bash tests/demo/run.sh ;;
