@@ -5,7 +5,13 @@ launch, during the node template, right after the cluster network create, while 
 a resize up and down. A plain re-run then leaves exactly the expected resources - nothing duplicated,
 nothing orphaned - and teardown.yml leaves nothing billable.
 
-The simulator counts each call on arrival; the test polls its counters and sends the kill itself."""
+The simulator counts each call on arrival; the test polls its counters and sends the kill itself.
+
+The creation points are reached in turn, each by a run that starts from what the run killed before it
+left: that run must itself get past the earlier point (adopt what exists, create what is missing) to be
+killed at the next one, and what a run duplicated or orphaned stays to the end, where the resources are
+counted exactly. The point inside the cluster network's provisioning comes after its create, which a
+re-run never repeats, so it starts from an empty compartment, beside the chain."""
 from __future__ import annotations
 
 import os
@@ -25,14 +31,15 @@ CLUSTER = 'kill'
 KEY = ssh_public_key()
 NETWORK_KINDS = ('vcns', 'subnets', 'internet_gateways', 'nat_gateways', 'service_gateways', 'route_tables',
                  'security_lists')
-# (where, the call after which the kill is sent, how many of it)
+# (where, the call after which the kill is sent, how many of it), in the order one run reaches them
 CREATE_POINTS = [
     ('inside the network (after the first subnet)', 'POST /subnets', 1),
     ("right after the bastion's launch", 'POST /instances', 1),
     ('during the node template', 'POST /instanceConfigurations', 1),
     ('right after the cluster network create', 'POST /clusterNetworks', 1),
-    ('while the cluster network provisions (its work request polled)', 'GET /workRequests/{workRequestId}', 2),
 ]
+PROVISIONING_POINT = ('while the cluster network provisions (its work request polled)',
+                      'GET /workRequests/{workRequestId}', 2)
 
 
 def cluster_vars(nodes, **more):
@@ -90,9 +97,19 @@ def assert_torn_down(sim, tmp_path, where):
     assert all(live(sim, kind) == [] for kind in NETWORK_KINDS), where
 
 
-# Each kill point is its own test on its own simulator, so pytest-xdist spreads them over its workers.
-@pytest.mark.parametrize('where, route, count', CREATE_POINTS, ids=[p[1] for p in CREATE_POINTS])
-def test_provision_killed_anywhere_then_re_run_leaves_exactly_the_cluster(simulator, tmp_path, where, route, count):
+def test_provision_killed_at_each_point_in_turn_then_re_run_leaves_exactly_the_cluster(simulator, tmp_path):
+    for _where, route, count in CREATE_POINTS:
+        killed_run(simulator, tmp_path, route, count, cluster_vars(2))
+    again = playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))
+    assert again['failed'] == 0
+    assert_exactly(simulator, 2)
+    assert playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))['changed'] == 0
+    assert_torn_down(simulator, tmp_path, 'after the kills at %s' % ', '.join(p[1] for p in CREATE_POINTS))
+
+
+def test_provision_killed_while_the_cluster_network_provisions_then_re_run_leaves_exactly_the_cluster(
+        simulator, tmp_path):
+    where, route, count = PROVISIONING_POINT
     killed_run(simulator, tmp_path, route, count, cluster_vars(2))
     again = playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))
     assert again['failed'] == 0, where
