@@ -267,7 +267,7 @@ else:
 try:
     import oci
     from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import (
-        OCIConfigError, build_config, create_client, throttled_retrier)
+        OCIConfigError, api_key_signer, build_config, create_client, throttled_retrier)
     HAS_OCI = True
 except ImportError:
     HAS_OCI = False
@@ -413,7 +413,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
         if signer is None:
             # API key: one signer for every client (each client would otherwise load the key again).
-            signer = create_client(oci.identity.IdentityClient, params, (config, None)).base_client.signer
+            try:
+                signer = api_key_signer(config)
+            except OCIConfigError as exc:
+                raise AnsibleError('ocigpu.cluster.gpu_nodes: %s' % to_native(exc))
         local = threading.local()
 
         def client_for(client_cls, region, raw=False):

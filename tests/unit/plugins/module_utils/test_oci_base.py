@@ -178,3 +178,32 @@ def test_out_of_capacity_is_not_retried():
     with pytest.raises(ServiceError):
         _oci.Retrier(clock=FakeClock()).call(fn)
     assert len(fn.calls) == 1
+
+
+def test_an_api_key_is_loaded_once_for_all_sessions_and_again_when_it_changes(tmp_path, monkeypatch):
+    import oci
+    from tests.unit.plugins.module_utils._keys import write_config
+    cfg = write_config(tmp_path)
+    loads = []
+    real = oci.signer.load_private_key_from_file
+    monkeypatch.setattr(oci.signer, 'load_private_key_from_file', lambda *a, **kw: loads.append(a) or real(*a, **kw))
+    params = {'config_file': cfg, 'service_endpoint': 'http://127.0.0.1:9'}
+    first = _oci.OCISession(params)
+    clients = [first.compute, first.compute_management, first.network, _oci.OCISession(params).identity]
+    assert len(loads) == 1
+    assert len(set(id(c.base_client.signer) for c in clients)) == 1
+    # A new key in the same file (key rotation) is read again.
+    write_config(tmp_path)
+    _oci.OCISession(params).compute  # pylint: disable=expression-not-assigned
+    assert len(loads) == 2
+
+
+def test_an_api_key_that_cannot_be_read_names_the_file(tmp_path):
+    from tests.unit.plugins.module_utils._keys import write_config
+    cfg = write_config(tmp_path)
+    (tmp_path / 'key.pem').unlink()
+    with pytest.raises(_oci.OCIConfigError, match=r'^config_file: key_file of profile DEFAULT in .*: no such file'):
+        _oci.OCISession({'config_file': cfg}).compute  # pylint: disable=expression-not-assigned
+    (tmp_path / 'key.pem').write_text('not a key\n')
+    with pytest.raises(_oci.OCIConfigError, match=r'^config_file: the API key .*key\.pem cannot be used'):
+        _oci.OCISession({'config_file': cfg}).compute  # pylint: disable=expression-not-assigned
