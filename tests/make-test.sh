@@ -5,27 +5,33 @@
 #
 # Select stages with STAGES="lint sanity unit molecule integration install demo" (the default is
 # below; demo is demo-ondemand then demo-whole-stack); stages joined by "+" run at the same time,
-# each into its own log. Molecule scenarios are
-# chosen with SCENARIOS="common firewall" (default: every folder under molecule/ with a molecule.yml);
-# MOLECULE_JOBS=N runs N scenarios at a time (default 3: with three at once both CPUs of the 2-core
-# test machine stay busy, 99 % in the last full run).
+# each into its own log; a stage written "name&" starts in the background, runs beside the stages
+# after it and is waited for before the summary. Molecule scenarios are chosen with
+# SCENARIOS="common firewall" (default: every folder under molecule/ with a molecule.yml; the VM's
+# scenario node_vm is left to the stage molecule-vm where STAGES names it); MOLECULE_JOBS=N runs N
+# scenarios at a time (default 2 beside molecule-vm, else 3: with three lanes both CPUs of the
+# 2-core test machine stay busy, 99 % in the last full run).
 set -uo pipefail
 . "$(dirname "$0")/infra/lib.sh"
 cd "$OCIGPU_ROOT" || exit 1
 
 # The default order: the Debian packages first; the venv (mostly downloads) beside the image
-# builds (mostly downloads and unpacking); the checks that need the venv together; the molecule
-# scenarios (MOLECULE_JOBS at a time) with the user's install beside them, at a lower priority: the
-# VM's scenario is the longest lane by minutes, and once the container scenarios are done it keeps
-# one CPU of two busy, so the install takes the other. Then the integration tests beside both demos
-# (the on-demand demo, then the whole-stack one): the tests spend a third to a half of their time
-# waiting (the playbooks' 10 s polls, the simulator's work requests) and share nothing with the
-# demos (their simulators are their own processes on their own ports, with no container); at a lower
-# priority they take what the demos leave. The on-demand demo goes first: it waits much of its time
-# (the nodes' idle timeouts, the healing loop's rounds; about half the CPUs busy when it runs alone),
-# which the tests fill, while the whole-stack demo keeps both CPUs busy and runs once they are done. The two demos never run together: they use the same podman
-# networks and artifact port.
-STAGES=${STAGES:-host venv+images lint+sanity+unit molecule+install integration+demo}
+# builds (mostly downloads and unpacking); the checks that need the venv together. Then the VM's
+# scenario in the background (software emulation keeps one CPU busy for about 17-20 minutes, the
+# longest lane by minutes), beside the container scenarios (two at a time) and the user's install at
+# a lower priority; once those are done, the integration tests beside both demos (the on-demand demo,
+# then the whole-stack one) start while the VM's scenario ends. The tests spend a third to a half of
+# their time waiting (the playbooks' 10 s polls, the simulator's work requests) and share nothing with
+# the demos (their simulators are their own processes on their own ports, with no container); at a
+# lower priority they take what the demos leave. The on-demand demo goes first: it waits much of its
+# time (the nodes' idle timeouts, the healing loop's rounds; about half the CPUs busy when it runs
+# alone), which the tests fill, while the whole-stack demo keeps both CPUs busy and runs once they are
+# done. The two demos never run together: they use the same podman networks and artifact port; the
+# VM's network is qemu's own (user mode), with no host interface.
+STAGES=${STAGES:-host venv+images lint+sanity+unit molecule-vm& molecule+install integration+demo}
+# VM_APART: the VM's scenario has a stage of its own (molecule-vm), so the molecule stage leaves it out.
+VM_APART=''
+for _m in $(tr '+&' '  ' <<< "$STAGES"); do [ "$_m" != molecule-vm ] || VM_APART=1; done
 LOGDIR=${LOGDIR:-$OCIGPU_ROOT/tests/output/logs}
 mkdir -p "$LOGDIR"
 rm -f "$LOGDIR/.molecule-retried" "$LOGDIR/.molecule-skipped"
@@ -107,6 +113,8 @@ scenarios() {
     sc=$(basename "$(dirname "$d")")
     case " $seen " in *" $sc "*) continue ;; esac
     seen="$seen $sc"
+    # Run by its own stage (molecule-vm) when STAGES names it.
+    if [ "$sc" = node_vm ] && [ -n "$VM_APART" ]; then continue; fi
     if reason=$(excluded_reason "$sc"); then
       printf '\n!!! LOUD SKIP: molecule scenario %s is not run by make test: %s\n\n' "$sc" "$reason" >&2
       echo "$sc" >> "$LOGDIR/.molecule-skipped"
@@ -165,8 +173,13 @@ run_stage() {
       stage sanity:ansible-test bash tests/sanity/run.sh ;;
     unit)
       stage unit:pytest pytest -p no:cacheprovider -n 2 tests/unit ;;
+    molecule-vm)
+      # The VM's scenario alone (the default order starts it in the background: it outlasts the
+      # container scenarios, and the stages after them need no VM).
+      stage molecule:node_vm molecule_test node_vm ;;
     molecule)
-      if [ "${MOLECULE_JOBS:=3}" -le 1 ]; then
+      # Two lanes when the VM's scenario runs apart (it keeps a CPU of its own), three otherwise.
+      if [ "${MOLECULE_JOBS:=$([ -n "$VM_APART" ] && echo 2 || echo 3)}" -le 1 ]; then
         for sc in $(scenarios); do
           stage "molecule:$sc" molecule_test "$sc"
         done
@@ -204,7 +217,15 @@ run_stage() {
 
 total_start=$(date +%s)
 total_ticks=$(cpu_ticks)
+background=()
 for group in $STAGES; do
+  if [ "${group%&}" != "$group" ]; then
+    # "name&": started now, beside the groups that follow, and waited for before the summary.
+    log "stage ${group%&} in the background, beside the stages that follow"
+    QUIET=1 run_stage "${group%&}" &
+    background+=("$!")
+    continue
+  fi
   IFS=+ read -r -a members <<< "$group"
   if [ "${#members[@]}" -eq 1 ]; then
     run_stage "$group"
@@ -212,11 +233,14 @@ for group in $STAGES; do
   fi
   # Stages joined by "+": each in the background with its output in its own log.
   log "stages ${members[*]} at the same time"
+  pids=()
   for m in "${members[@]}"; do
     QUIET=1 run_stage "$m" &
+    pids+=("$!")
   done
-  wait
+  wait "${pids[@]}"
 done
+[ "${#background[@]}" -eq 0 ] || { log "waiting for the stages in the background"; wait "${background[@]}"; }
 
 summary=()
 while read -r status name dur cpu rc log; do
