@@ -267,7 +267,7 @@ else:
 try:
     import oci
     from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import (
-        OCIConfigError, api_key_signer, build_config, create_client, throttled_retrier)
+        OCIConfigError, build_config, create_client, throttled_retrier)
     HAS_OCI = True
 except ImportError:
     HAS_OCI = False
@@ -411,12 +411,6 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             raise AnsibleError('ocigpu.cluster.gpu_nodes: cannot tell the tenancy OCID from the auth options')
         regions = self.get_option('regions') or [config['region']]
 
-        if signer is None:
-            # API key: one signer for every client (each client would otherwise load the key again).
-            try:
-                signer = api_key_signer(config)
-            except OCIConfigError as exc:
-                raise AnsibleError('ocigpu.cluster.gpu_nodes: %s' % to_native(exc))
         local = threading.local()
 
         def client_for(client_cls, region, raw=False):

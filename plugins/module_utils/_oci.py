@@ -9,8 +9,7 @@ nothing from Ansible (the controller's package runs it without ansible-core); th
 auth_argument_spec() and wait_argument_spec(), are in _module.py.
 
 - build_config(params) -> (config, signer) and create_client(client_cls, params): API key from
-  the OCI config file, instance principal or security token; region and service_endpoint.
-- api_key_signer(config): an API key's signer, loaded once per process and key and shared by the clients.
+  the OCI config file (its signer made once per process and key), instance principal or security token.
 - OCISession(params, retrier=None): cached clients plus call() / list_all() / create(), which retry
   every call (lists included, page by page) with capped, decorrelated-jitter backoff (Retrier). The SDK's own
   retries and its process-wide circuit breaker are switched off on our clients: the breaker
@@ -100,10 +99,8 @@ def build_config(params):
         raise OCIConfigError('config_file: OCI config file %s not found' % config_file)
     except oci.exceptions.ProfileNotFound:
         raise OCIConfigError('config_profile: profile %s not found in %s' % (profile, config_file))
-    except oci.exceptions.InvalidConfig as exc:
+    except (oci.exceptions.InvalidConfig, oci.exceptions.InvalidKeyFilePath) as exc:  # the latter: no key_file
         raise OCIConfigError('config_file: %s profile %s is invalid: %s' % (config_file, profile, exc))
-    except oci.exceptions.InvalidKeyFilePath:
-        raise OCIConfigError('config_file: key_file of profile %s in %s: no such file' % (profile, config_file))
     if region:
         config['region'] = region
     signer = None
@@ -124,38 +121,28 @@ def build_config(params):
             oci.config.validate_config(config)
         except oci.exceptions.InvalidConfig as exc:
             raise OCIConfigError('config_file: %s profile %s is invalid: %s' % (config_file, profile, exc))
+        signer = api_key_signer(config)
     if not config.get('region'):
         raise OCIConfigError('region: not set and not in profile %s of %s' % (profile, config_file))
     return config, signer
 
 
-_API_KEY_SIGNERS = {}
-_API_KEY_SIGNERS_LOCK = threading.Lock()
+_SIGNERS, _SIGNERS_LOCK = {}, threading.Lock()
 
 
 def api_key_signer(config):
-    """The signer of an API key profile (build_config's config), made once per process and key: a client
-    made from the config alone loads and checks the RSA key itself, about 0.1 s of CPU for each client.
-    A changed key file (its inode, size or time) or profile makes a new one."""
-    key_file = config.get('key_file')
-    stamp = None
-    if key_file and not config.get('key_content'):
-        try:
-            st = os.stat(os.path.expanduser(key_file))
-        except OSError as exc:
-            raise OCIConfigError('config_file: key_file %s: %s' % (key_file, exc.strerror or exc))
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    ident = tuple(config.get(k) for k in ('tenancy', 'user', 'fingerprint', 'key_file', 'pass_phrase', 'key_content'))
-    with _API_KEY_SIGNERS_LOCK:
-        found = _API_KEY_SIGNERS.get(ident)
-        if found is not None and found[0] == stamp:
-            return found[1]
-        try:
-            signer = oci.signer.Signer.from_config(config)
-        except (IOError, OSError, ValueError, oci.exceptions.ClientError) as exc:
-            raise OCIConfigError('config_file: the API key %s cannot be used: %s' % (key_file, exc))
-        _API_KEY_SIGNERS[ident] = (stamp, signer)
-        return signer
+    """An API key profile's signer, one per process and key (a client made from the config loads and checks
+    the RSA key again, about 0.1 s of CPU each); a changed key file (inode, size, time) is read again."""
+    try:
+        path = None if config.get('key_content') else os.stat(os.path.expanduser(config.get('key_file') or ''))
+        ident = tuple(config.get(k) for k in ('tenancy', 'user', 'fingerprint', 'key_file', 'pass_phrase', 'key_content')) \
+            + (path and (path.st_ino, path.st_size, path.st_mtime_ns),)
+        with _SIGNERS_LOCK:
+            if ident not in _SIGNERS:
+                _SIGNERS[ident] = oci.signer.Signer.from_config(config)
+            return _SIGNERS[ident]
+    except (IOError, OSError, ValueError, oci.exceptions.ClientError) as exc:
+        raise OCIConfigError('config_file: the API key %s cannot be used: %s' % (config.get('key_file'), exc))
 
 
 def client_kwargs(params, signer=None):
@@ -345,9 +332,7 @@ class OCISession(object):
     @property
     def config(self):
         if self._config is None:
-            config, signer = build_config(self.params)
-            # An API key: one signer for all the session's clients (api_key_signer).
-            self._config = (config, signer if signer is not None else api_key_signer(config))
+            self._config = build_config(self.params)
         return self._config[0]
 
     def client(self, client_cls):

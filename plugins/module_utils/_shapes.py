@@ -99,6 +99,15 @@ def _shape(**fields):
     return shape
 
 
+# The RDMA fabric of the 8-GPU Hopper and Blackwell shapes (8 RoCE ports; BM.GPU.H100.8 has 16).
+_HOPPER8 = dict(
+    bare_metal=True, rdma_interfaces=['rdma%d' % i for i in range(8)],
+    hcas=['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9', 'mlx5_10', 'mlx5_11'],
+    primary_interface='eth0', rdma_mtu=4220, rdma_gbps=3200, nccl_env=dict(_NCCL_HOPPER, NCCL_SOCKET_IFNAME='eth0'),
+    nccl_test_args='-b 1G -e 16G -f 2 -n 50', busbw_gbps={'single_node': 440, 'multi_node': 440},
+    cluster_kind='cluster_network',
+)
+
 # 8x A100 80 GB on AMD Milan: BM.GPU.A100-v2.8 and its other name BM.GPU.GM4.8.
 _A100V2 = dict(
     gpu_model='A100', gpu_count=8, gpu_memory_gb=80, nvme_count=4, ocpus=128, memory_gb=2048,
@@ -143,38 +152,13 @@ SHAPES = {
     # PCI ids are not published for them: node_facts reads them from sysfs.
     'BM.GPU.H100.8': _shape(
         gpu_model='H100', gpu_count=8, gpu_memory_gb=80, nvme_count=16, ocpus=112, memory_gb=2048,
-        bare_metal=True,
-        rdma_interfaces=['rdma%d' % i for i in range(16)],
-        hcas=['mlx5_0', 'mlx5_1', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8',
-              'mlx5_9', 'mlx5_10', 'mlx5_12', 'mlx5_13', 'mlx5_14', 'mlx5_15', 'mlx5_16', 'mlx5_17'],
-        primary_interface='eth0', rdma_mtu=4220, rdma_gbps=3200,
-        nccl_env=dict(_NCCL_HOPPER, NCCL_SOCKET_IFNAME='eth0'),
-        nccl_test_args='-b 1G -e 16G -f 2 -n 50',
-        busbw_gbps={'single_node': 440, 'multi_node': 440},
-        cluster_kind='cluster_network',
-    ),
-    'BM.GPU.H200.8': _shape(
-        gpu_model='H200', gpu_count=8, gpu_memory_gb=141, nvme_count=8, ocpus=112, memory_gb=3072,
-        bare_metal=True,
-        rdma_interfaces=['rdma%d' % i for i in range(8)],
-        hcas=['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9', 'mlx5_10', 'mlx5_11'],
-        primary_interface='eth0', rdma_mtu=4220, rdma_gbps=3200,
-        nccl_env=dict(_NCCL_HOPPER, NCCL_SOCKET_IFNAME='eth0'),
-        nccl_test_args='-b 1G -e 16G -f 2 -n 50',
-        busbw_gbps={'single_node': 440, 'multi_node': 440},
-        cluster_kind='cluster_network',
-    ),
-    'BM.GPU.B200.8': _shape(
-        gpu_model='B200', gpu_count=8, gpu_memory_gb=180, nvme_count=8, ocpus=128, memory_gb=4096,
-        bare_metal=True,
-        rdma_interfaces=['rdma%d' % i for i in range(8)],
-        hcas=['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9', 'mlx5_10', 'mlx5_11'],
-        primary_interface='eth0', rdma_mtu=4220, rdma_gbps=3200,
-        nccl_env=dict(_NCCL_HOPPER, NCCL_SOCKET_IFNAME='eth0'),
-        nccl_test_args='-b 1G -e 16G -f 2 -n 50',
-        busbw_gbps={'single_node': 440, 'multi_node': 440},
-        cluster_kind='cluster_network',
-    ),
+        **dict(_HOPPER8, rdma_interfaces=['rdma%d' % i for i in range(16)],
+               hcas=['mlx5_0', 'mlx5_1', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8',
+                     'mlx5_9', 'mlx5_10', 'mlx5_12', 'mlx5_13', 'mlx5_14', 'mlx5_15', 'mlx5_16', 'mlx5_17'])),
+    'BM.GPU.H200.8': _shape(gpu_model='H200', gpu_count=8, gpu_memory_gb=141, nvme_count=8, ocpus=112,
+                            memory_gb=3072, **_HOPPER8),
+    'BM.GPU.B200.8': _shape(gpu_model='B200', gpu_count=8, gpu_memory_gb=180, nvme_count=8, ocpus=128,
+                            memory_gb=4096, **_HOPPER8),
     # OCPUs, memory, GPUs and local NVMe drives of the three shapes below: the GPU table of OCI's
     # "Compute Shapes" page (docs.oracle.com/en-us/iaas/Content/Compute/References/computeshapes.htm#bm-gpu),
     # as a public copy of that table gives them; not checked against a tenancy's ListShapes.

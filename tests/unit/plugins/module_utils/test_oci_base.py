@@ -202,7 +202,7 @@ def test_an_api_key_that_cannot_be_read_names_the_file(tmp_path):
     from tests.unit.plugins.module_utils._keys import write_config
     cfg = write_config(tmp_path)
     (tmp_path / 'key.pem').unlink()
-    with pytest.raises(_oci.OCIConfigError, match=r'^config_file: key_file of profile DEFAULT in .*: no such file'):
+    with pytest.raises(_oci.OCIConfigError, match=r"^config_file: .* profile DEFAULT is invalid: .*key_file's value .*key\.pem"):
         _oci.OCISession({'config_file': cfg}).compute  # pylint: disable=expression-not-assigned
     (tmp_path / 'key.pem').write_text('not a key\n')
     with pytest.raises(_oci.OCIConfigError, match=r'^config_file: the API key .*key\.pem cannot be used'):
