@@ -265,10 +265,8 @@ else:
     _make_unsafe = None
 
 try:
-    import oci
     from ansible_collections.ocigpu.cluster.plugins.module_utils._oci import (
-        OCIConfigError, build_config, create_client, throttled_retrier)
-    HAS_OCI = True
+        HAS_OCI, OCIConfigError, build_config, create_client, throttled_retrier)
 except ImportError:
     HAS_OCI = False
 

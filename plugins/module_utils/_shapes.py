@@ -107,6 +107,9 @@ _HOPPER8 = dict(
     nccl_test_args='-b 1G -e 16G -f 2 -n 50', busbw_gbps={'single_node': 440, 'multi_node': 440},
     cluster_kind='cluster_network',
 )
+_H100_FABRIC = dict(_HOPPER8, rdma_interfaces=['rdma%d' % i for i in range(16)],
+                    hcas=['mlx5_0', 'mlx5_1', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8',
+                          'mlx5_9', 'mlx5_10', 'mlx5_12', 'mlx5_13', 'mlx5_14', 'mlx5_15', 'mlx5_16', 'mlx5_17'])
 
 # 8x A100 80 GB on AMD Milan: BM.GPU.A100-v2.8 and its other name BM.GPU.GM4.8.
 _A100V2 = dict(
@@ -150,11 +153,8 @@ SHAPES = {
     'BM.GPU.GM4.8': _shape(**_A100V2),
     # Hopper and Blackwell images name the RoCE ports rdma0..rdmaN and the front NIC eth0.
     # PCI ids are not published for them: node_facts reads them from sysfs.
-    'BM.GPU.H100.8': _shape(
-        gpu_model='H100', gpu_count=8, gpu_memory_gb=80, nvme_count=16, ocpus=112, memory_gb=2048,
-        **dict(_HOPPER8, rdma_interfaces=['rdma%d' % i for i in range(16)],
-               hcas=['mlx5_0', 'mlx5_1', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8',
-                     'mlx5_9', 'mlx5_10', 'mlx5_12', 'mlx5_13', 'mlx5_14', 'mlx5_15', 'mlx5_16', 'mlx5_17'])),
+    'BM.GPU.H100.8': _shape(gpu_model='H100', gpu_count=8, gpu_memory_gb=80, nvme_count=16, ocpus=112,
+                            memory_gb=2048, **_H100_FABRIC),
     'BM.GPU.H200.8': _shape(gpu_model='H200', gpu_count=8, gpu_memory_gb=141, nvme_count=8, ocpus=112,
                             memory_gb=3072, **_HOPPER8),
     'BM.GPU.B200.8': _shape(gpu_model='B200', gpu_count=8, gpu_memory_gb=180, nvme_count=8, ocpus=128,
