@@ -107,7 +107,8 @@ _HOPPER8 = dict(
     nccl_test_args='-b 1G -e 16G -f 2 -n 50', busbw_gbps={'single_node': 440, 'multi_node': 440},
     cluster_kind='cluster_network',
 )
-_H100_FABRIC = dict(_HOPPER8, rdma_interfaces=['rdma%d' % i for i in range(16)],
+_H100_FABRIC = dict(_HOPPER8)
+_H100_FABRIC.update(rdma_interfaces=['rdma%d' % i for i in range(16)],
                     hcas=['mlx5_0', 'mlx5_1', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8',
                           'mlx5_9', 'mlx5_10', 'mlx5_12', 'mlx5_13', 'mlx5_14', 'mlx5_15', 'mlx5_16', 'mlx5_17'])
 
