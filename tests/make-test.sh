@@ -17,8 +17,8 @@ cd "$OCIGPU_ROOT" || exit 1
 
 # The default order: the Debian packages first; the venv (mostly downloads) beside the image
 # builds (mostly downloads and unpacking); the checks that need the venv together. Then the VM's
-# scenario in the background (software emulation keeps one CPU busy for about 17-20 minutes, the
-# longest lane by minutes), beside the container scenarios (two at a time) and the user's install at
+# scenario in the background (software emulation keeps one CPU busy: 20 minutes in a lane of its own,
+# 28 beside the demos; the longest stage), beside the container scenarios (two at a time) and the user's install at
 # a lower priority; once those are done, the integration tests beside both demos (the whole-stack
 # demo, then the on-demand one) start while the VM's scenario ends. The tests spend a third to a half of
 # their time waiting (the playbooks' 10 s polls, the simulator's work requests) and share nothing with
