@@ -17,18 +17,18 @@ cd "$OCIGPU_ROOT" || exit 1
 
 # The default order: the Debian packages first; the venv (mostly downloads) beside the image
 # builds (mostly downloads and unpacking); the checks that need the venv together. Then the VM's
-# scenario in the background (software emulation keeps one CPU busy: 20 minutes in a lane of its own,
-# 28 beside the demos; the longest stage), beside the container scenarios (two at a time) and the user's install at
-# a lower priority; once those are done, the integration tests beside both demos (the whole-stack
-# demo, then the on-demand one) start while the VM's scenario ends. The tests spend a third to a half of
-# their time waiting (the playbooks' 10 s polls, the simulator's work requests) and share nothing with
-# the demos (their simulators are their own processes on their own ports, with no container); at a
-# lower priority they take what the demos leave. The whole-stack demo goes first: with the on-demand
-# demo first (whose waits the tests would fill), it took 1,382 s beside the tests against 1,001 s after
-# them, and the two demos together no less time; and the on-demand demo's time limits (a job told
-# within 60 s why it waits: 43 s beside the tests) hold better once the tests are done. The two demos
-# never run together: they use the same podman networks and artifact port; the
-# VM's network is qemu's own (user mode), with no host interface.
+# scenario in the background (software emulation keeps one CPU busy: 20 minutes in a lane of its
+# own, 28 beside the demos; the longest stage), beside the container scenarios (two at a time) and
+# the user's install at a lower priority; once those are done, the integration tests beside both
+# demos (the whole-stack demo, then the on-demand one) start while the VM's scenario ends. The tests
+# spend a third to a half of their time waiting (the playbooks' 10 s polls, the simulator's work
+# requests) and share nothing with the demos (their simulators are their own processes on their own
+# ports, with no container); at a lower priority they take what the demos leave. The whole-stack
+# demo goes first: with the on-demand demo first (whose waits the tests would fill), it took 1,382 s
+# beside the tests against 1,001 s after them, and the two demos together no less time; and the
+# on-demand demo's time limits (a job told within 60 s why it waits: 43 s beside the tests) hold
+# better once the tests are done. The two demos never run together: they use the same podman
+# networks and artifact port; the VM's network is qemu's own (user mode), with no host interface.
 STAGES=${STAGES:-host venv+images lint+sanity+unit molecule-vm& molecule+install integration+demo}
 # VM_APART: the VM's scenario has a stage of its own (molecule-vm), so the molecule stage leaves it out.
 VM_APART=''

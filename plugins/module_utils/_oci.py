@@ -134,9 +134,9 @@ def api_key_signer(config):
     """An API key profile's signer, one per process and key (a client made from the config loads and checks
     the RSA key again, about 0.1 s of CPU each); a changed key file (inode, size, time) is read again."""
     try:
-        path = None if config.get('key_content') else os.stat(os.path.expanduser(config.get('key_file') or ''))
+        st = None if config.get('key_content') else os.stat(os.path.expanduser(config.get('key_file') or ''))
         ident = tuple(config.get(k) for k in ('tenancy', 'user', 'fingerprint', 'key_file', 'pass_phrase', 'key_content')) \
-            + (path and (path.st_ino, path.st_size, path.st_mtime_ns),)
+            + (st and (st.st_ino, st.st_size, st.st_mtime_ns),)
         with _SIGNERS_LOCK:
             if ident not in _SIGNERS:
                 _SIGNERS[ident] = oci.signer.Signer.from_config(config)

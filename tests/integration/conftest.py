@@ -20,8 +20,9 @@ def simulator(tmp_path):
 
 # The longest tests first (by a full `make test` run beside the demos: about 400, 220 and 160 s; the
 # chain of killed provision runs takes about 1.25 times the one killed while its cluster network
-# provisions, which took about 140 s), the rest in their own order: with `--dist load --maxschedchunk 1` (make test) the two workers take one test at a time,
-# so none is left alone with a long test at the end.
+# provisions, which took about 140 s), the rest in their own order: with `--dist load
+# --maxschedchunk 1` (make test) the two workers take one test at a time, so none is left alone with a
+# long test at the end.
 LONGEST_FIRST = (
     'test_provision_plan.py::test_resize_grows_shrinks_by_chosen_nodes_and_replaces_a_node',
     'test_provision_kill.py::test_provision_killed_at_each_point_in_turn',

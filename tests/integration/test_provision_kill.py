@@ -97,25 +97,28 @@ def assert_torn_down(sim, tmp_path, where):
     assert all(live(sim, kind) == [] for kind in NETWORK_KINDS), where
 
 
+def assert_re_run_leaves_exactly_the_cluster(sim, tmp_path, where):
+    """After the kills: a plain re-run succeeds and leaves exactly the cluster, a second one changes nothing,
+    and teardown.yml leaves nothing billable."""
+    again = playbook(PROVISION, sim, tmp_path, **cluster_vars(2))
+    assert again['failed'] == 0, where
+    assert_exactly(sim, 2)
+    assert playbook(PROVISION, sim, tmp_path, **cluster_vars(2))['changed'] == 0, where
+    assert_torn_down(sim, tmp_path, where)
+
+
 def test_provision_killed_at_each_point_in_turn_then_re_run_leaves_exactly_the_cluster(simulator, tmp_path):
     for _where, route, count in CREATE_POINTS:
         killed_run(simulator, tmp_path, route, count, cluster_vars(2))
-    again = playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))
-    assert again['failed'] == 0
-    assert_exactly(simulator, 2)
-    assert playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))['changed'] == 0
-    assert_torn_down(simulator, tmp_path, 'after the kills at %s' % ', '.join(p[1] for p in CREATE_POINTS))
+    assert_re_run_leaves_exactly_the_cluster(simulator, tmp_path,
+                                             'after the kills at %s' % ', '.join(p[1] for p in CREATE_POINTS))
 
 
 def test_provision_killed_while_the_cluster_network_provisions_then_re_run_leaves_exactly_the_cluster(
         simulator, tmp_path):
     where, route, count = PROVISIONING_POINT
     killed_run(simulator, tmp_path, route, count, cluster_vars(2))
-    again = playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))
-    assert again['failed'] == 0, where
-    assert_exactly(simulator, 2)
-    assert playbook(PROVISION, simulator, tmp_path, **cluster_vars(2))['changed'] == 0, where
-    assert_torn_down(simulator, tmp_path, where)
+    assert_re_run_leaves_exactly_the_cluster(simulator, tmp_path, where)
 
 
 def test_resize_killed_up_and_down_then_re_run_leaves_exactly_the_cluster(simulator, tmp_path):
