@@ -23,7 +23,10 @@ go on until every job has ended.
 
 With ``--heal``: a powered-up node (idle, or running a job) is drained now and then as its health check
 would (``ocigpu-health: xid 79``), and a quarter of the new instances fall sick again soon after they
-register (for ``heal.max_failures``). Slurm powers a drained idle node down after SuspendTime, as it
+register (for ``heal.max_failures``). A node back in service is not drained again at random within
+``heal.failure_window``: the loop rightly counts such a drain as a failed replacement, and at this
+soak's rate of faults (a powered-up node drained about every 2,000 s) chance alone would leave most
+nodes for a person and the big jobs unscheduled. Slurm powers a drained idle node down after SuspendTime, as it
 does an idle one, so both of the loop's paths are taken. More figures: the loop's steps (replacements
 started, new instances powered up, healed, failed, left drained for a person), the time from drain to
 back in service (schedulable: undrained and registered, or undrained and powered down; in passes times
@@ -84,6 +87,7 @@ class SlurmModel(FakeSlurm):
         self.sick_since = {}      # node -> the pass (tick) in which its health check drained it
         self.sick_again = set()   # nodes whose next instance falls sick soon after it registers
         self.back_in_service = []  # passes from drain to back in service
+        self.healed_at = {}       # node -> when (the simulator's clock) it was last back in service
         self.most_instances = 0   # the most RUNNING instances one node name had at once
 
     def now(self):
@@ -164,12 +168,15 @@ class SlurmModel(FakeSlurm):
         return names
 
     def fall_sick(self, again=0.25):
-        """A powered-up node, idle or running a job, is drained by its health check (as slurmd's
-        HealthCheckProgram would); with the chance again, its next instance falls sick too."""
+        """A powered-up node, idle or running a job, and not back in service within the loop's failure
+        window, is drained by its health check (as slurmd's HealthCheckProgram would); with the chance
+        again, its next instance falls sick too."""
+        window = float(HEAL['failure_window']) + 60  # and the reconcile's interval twice
         with self.lock:
             up = [n for n, v in sorted(self.nodes.items(), key=lambda nv: _natural(nv[0]))
-                  if v['state'] == {'IDLE', 'CLOUD'} or (v['state'] == {'ALLOCATED', 'CLOUD'} and any(
-                      j['state'] == 'RUNNING' and n in j['nodes'] for j in self.jobs.values()))]
+                  if (v['state'] == {'IDLE', 'CLOUD'} or (v['state'] == {'ALLOCATED', 'CLOUD'} and any(
+                      j['state'] == 'RUNNING' and n in j['nodes'] for j in self.jobs.values())))
+                  and self.now() - self.healed_at.get(n, -window) >= window]
         if not up:
             return None
         name = self.rng.choice(up)
@@ -245,6 +252,7 @@ class SlurmModel(FakeSlurm):
                     'POWERED_DOWN' in v or n in running) and not self.nodes[n]['reason']
                 if schedulable:
                     self.back_in_service.append(self.tick - self.sick_since.pop(n))
+                    self.healed_at[n] = now
         if resume:
             self.program('resume', resume, resume_jobs)
         if suspend:
