@@ -468,11 +468,20 @@ MITOGEN_STRATEGY = 'ocigpu.cluster.mitogen_linear'
 
 def write_ansible_cfg(bundle, venv):
     """The runs' ansible.cfg (they start in the bundle folder): Mitogen's strategy when the venv has Mitogen,
-    one Python for the whole play instead of one per task; Ansible's default otherwise. Returns the strategy."""
+    one Python for the whole play instead of one per task; Ansible's default otherwise. The facts are kept
+    in the bundle for the pull's later run (the active check), which so reads the node and its facts
+    once (configure.yml learns them); each pull makes the bundle anew, and the bake removes it. Returns the
+    strategy."""
     strategy = MITOGEN_STRATEGY if glob.glob(os.path.join(venv, 'lib', 'python*', 'site-packages', 'ansible_mitogen')) \
         else 'linear'
+    # Root's alone: the facts hold what the metadata service told root (the firewall keeps it from others).
+    facts = os.path.join(bundle, 'facts')
+    if not os.path.isdir(facts):
+        os.makedirs(facts, 0o700)
+    os.chmod(facts, 0o700)
     with open(os.path.join(bundle, 'ansible.cfg'), 'w') as f:
-        f.write('[defaults]\nstrategy = %s\n' % strategy)
+        f.write('[defaults]\nstrategy = %s\ngathering = smart\nfact_caching = jsonfile\n'
+                'fact_caching_connection = %s\nfact_caching_timeout = 3600\n' % (strategy, facts))
     return strategy
 
 

@@ -231,11 +231,15 @@ def test_the_runs_use_mitogens_strategy_only_where_the_venv_has_mitogen(tmp_path
     bundle, venv = tmp_path / 'bundle', tmp_path / 'venv'
     bundle.mkdir()
     (venv / 'lib' / 'python3.13' / 'site-packages').mkdir(parents=True)
+    facts = ('gathering = smart\nfact_caching = jsonfile\nfact_caching_connection = %s\nfact_caching_timeout = 3600\n'
+             % (bundle / 'facts'))
     assert ocigpu_pull.write_ansible_cfg(str(bundle), str(venv)) == 'linear'
-    assert (bundle / 'ansible.cfg').read_text() == '[defaults]\nstrategy = linear\n'
+    assert (bundle / 'ansible.cfg').read_text() == '[defaults]\nstrategy = linear\n' + facts
     (venv / 'lib' / 'python3.13' / 'site-packages' / 'ansible_mitogen').mkdir()
     assert ocigpu_pull.write_ansible_cfg(str(bundle), str(venv)) == 'ocigpu.cluster.mitogen_linear'
-    assert (bundle / 'ansible.cfg').read_text() == '[defaults]\nstrategy = ocigpu.cluster.mitogen_linear\n'
+    assert (bundle / 'ansible.cfg').read_text() == '[defaults]\nstrategy = ocigpu.cluster.mitogen_linear\n' + facts
+    # the facts (what the metadata service told root among them) are root's alone
+    assert (bundle / 'facts').stat().st_mode & 0o777 == 0o700
     # the runs read that file whatever their environment names (and they start in the bundle folder)
     seen = {}
 
