@@ -26,14 +26,15 @@ would (``ocigpu-health: xid 79``), and a quarter of the new instances fall sick 
 register (for ``heal.max_failures``). A node back in service is not drained again at random within
 ``heal.failure_window``: the loop rightly counts such a drain as a failed replacement, and at this
 soak's rate of faults (a powered-up node drained about every 2,000 s) chance alone would leave most
-nodes for a person and the big jobs unscheduled. Slurm powers a drained idle node down after SuspendTime, as it
-does an idle one, so both of the loop's paths are taken. More figures: the loop's steps (replacements
-started, new instances powered up, healed, failed, left drained for a person), the time from drain to
-back in service (schedulable: undrained and registered, or undrained and powered down; in passes times
-5 s, as the wait above, and with the same queueing: a node is replaced only once its job ended), nodes still
-drained by the checks at the end, and ``instances_for_one_node_max``: the most RUNNING instances one
-node name had at once (goal 1: the loop never replaces a node twice). A real slurmctld is not used:
-200 cycles would take hours of real time; `make demo-ondemand` runs the service with one.
+nodes for a person and the big jobs unscheduled. Slurm powers a drained idle node down after
+SuspendTime, as it does an idle one, so both of the loop's paths are taken. More figures: the loop's
+steps (replacements started, new instances powered up, healed, failed, left drained for a person), the
+time from drain to back in service (schedulable: undrained and registered, or undrained and powered
+down; in passes times 5 s, as the wait above, and with the same queueing: a node is replaced only once
+its job ended), nodes still drained by the checks at the end, and ``instances_for_one_node_max``: the
+most RUNNING instances one node name had at once (goal 1: the loop never replaces a node twice). A real
+slurmctld is not used: 200 cycles would take hours of real time; `make demo-ondemand` runs the service
+with one.
 
 With ``--sources N`` (N > 1), the simulator has N availability domains and the autoscaler N capacity sources,
 one on-demand source per AD (ad-1 first), each with its node template; the shortfalls fall on one AD at a time
@@ -171,12 +172,14 @@ class SlurmModel(FakeSlurm):
         """A powered-up node, idle or running a job, and not back in service within the loop's failure
         window, is drained by its health check (as slurmd's HealthCheckProgram would); with the chance
         again, its next instance falls sick too."""
-        window = float(HEAL['failure_window']) + 60  # and the reconcile's interval twice
+        # The loop's window, and two of the service's reconciles (the loop may see the return that late).
+        window = float(self.config['heal']['failure_window']) + 2 * self.config['reconcile_interval']
+        now = self.now()
         with self.lock:
             up = [n for n, v in sorted(self.nodes.items(), key=lambda nv: _natural(nv[0]))
                   if (v['state'] == {'IDLE', 'CLOUD'} or (v['state'] == {'ALLOCATED', 'CLOUD'} and any(
                       j['state'] == 'RUNNING' and n in j['nodes'] for j in self.jobs.values())))
-                  and self.now() - self.healed_at.get(n, -window) >= window]
+                  and now - self.healed_at.get(n, -window) >= window]
         if not up:
             return None
         name = self.rng.choice(up)
