@@ -11,6 +11,9 @@
 #   2. a direct all_reduce_perf with the check's sizes: the figure to compare with
 #   3. against 0.8 x the direct figure: must PASS
 #   4. against 2 x the direct figure: must FAIL, naming the node
+#   5. and 6. steps 3 and 4 again with Mitogen's strategy (validate_health_strategy, as a node's pull
+#      runs the check): the same verdicts, all_reduce_perf started from Mitogen's long-lived Python
+#      (.whl/ then holds Mitogen too)
 # Each step prints its figure and its time; the script exits non-zero when an expectation fails.
 set -uo pipefail
 # shellcheck source=tests/device/lib.sh
@@ -61,5 +64,14 @@ check below-direct pass -e nccl_tests_active_threshold_gbps="$low"
 echo "=== 4. against 2 x direct = $high GB/s (must fail)"
 check above-direct fail -e nccl_tests_active_threshold_gbps="$high"
 grep -q 'localhost failed the active NCCL check' "$OUT/above-direct.log" || { echo "UNEXPECTED: the failure does not name the node"; failures=$((failures + 1)); }
+mitogen=(-e validate_health_strategy=ocigpu.cluster.mitogen_linear)
+echo "=== 5. step 3 with Mitogen's strategy (must pass)"
+check below-direct-mitogen pass -e nccl_tests_active_threshold_gbps="$low" "${mitogen[@]}"
+echo "=== 6. step 4 with Mitogen's strategy (must fail)"
+check above-direct-mitogen fail -e nccl_tests_active_threshold_gbps="$high" "${mitogen[@]}"
+grep -q 'localhost failed the active NCCL check' "$OUT/above-direct-mitogen.log" || { echo "UNEXPECTED: the failure does not name the node"; failures=$((failures + 1)); }
+for name in below-direct-mitogen above-direct-mitogen; do
+  grep -qE 'DEPRECATION WARNING.*strategy plugins|ansible_mitogen' "$OUT/$name.log" || { echo "UNEXPECTED: $name did not run with Mitogen's strategy"; failures=$((failures + 1)); }
+done
 echo "expectations not met: $failures"
 exit $((failures > 0))

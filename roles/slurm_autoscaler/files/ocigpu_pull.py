@@ -78,6 +78,9 @@ DEFAULTS = dict(imds_url=IMDS_URL, wait=1800, poll=1, prefix='/opt/ocigpu-pull',
 # What a baked image holds (--bake): configure.yml's run of a GPU node's roles less their per-node steps,
 # the tasks tagged JOIN_TAG; a node that boots from the image runs only those.
 JOIN_TAG = 'node_join'
+# configure.yml's wait for SSH and cloud-init (boot_wait.yml's play of that tag): the runs here are on the
+# node itself, over no SSH; the pull waits for cloud-init itself (wait_for_cloud_init).
+BOOT_WAIT_TAG = 'boot_wait'
 BAKE_PLAYBOOK = 'ocigpu.cluster.bake_node'
 MANIFEST_FORMAT = 2
 
@@ -443,17 +446,20 @@ def skip_tags_option(settings, *first):
 
 
 def configure_command(venv, bundle, name, settings, extra_files, join_only=False):
-    """configure.yml against this node; on a current baked image (join_only) its per-node steps alone."""
-    options = (['--tags', JOIN_TAG] if join_only else []) + skip_tags_option(settings)
+    """configure.yml against this node, less its boot wait; on a current baked image (join_only) its
+    per-node steps alone."""
+    options = (['--tags', JOIN_TAG] if join_only else []) + skip_tags_option(settings, BOOT_WAIT_TAG)
     return playbook_command(venv, bundle, settings.get('playbook', 'ocigpu.cluster.configure'), options, extra_files)
 
 
-def active_check_command(venv, bundle, settings, extra_files):
+def active_check_command(venv, bundle, settings, extra_files, strategy='linear'):
     """The active NCCL check against this node (validate.yml --tags health: a short all_reduce over its
-    GPUs against a fraction of the shape's gate), failing the run when the node falls short."""
+    GPUs against a fraction of the shape's gate), failing the run when the node falls short; with the
+    configure run's strategy (the check starts all_reduce_perf alone, no mpirun)."""
     check = settings.get('active_check') or {}
     return playbook_command(venv, bundle, check.get('playbook', 'ocigpu.cluster.validate'),
-                            ['--tags', 'health', '-e', 'nccl_tests_fail_on_gate=true'], extra_files)
+                            ['--tags', 'health', '-e', 'nccl_tests_fail_on_gate=true',
+                             '-e', 'validate_health_strategy=' + strategy], extra_files)
 
 
 def write_inventory(bundle, name, python='/usr/bin/python3'):
@@ -470,7 +476,8 @@ def write_ansible_cfg(bundle, venv):
     """The runs' ansible.cfg (they start in the bundle folder): Mitogen's strategy when the venv has Mitogen,
     one Python for the whole play instead of one per task; Ansible's default otherwise. The facts are kept
     in the bundle for the pull's later run (the active check), which so reads the node and its facts
-    once (configure.yml learns them); each pull makes the bundle anew, and the bake removes it. Returns the
+    once (configure.yml learns them); each pull makes the bundle anew, and the bake removes it. Each task's
+    start and length go in the log (ansible.posix's profile_tasks, which the bundle carries). Returns the
     strategy."""
     strategy = MITOGEN_STRATEGY if glob.glob(os.path.join(venv, 'lib', 'python*', 'site-packages', 'ansible_mitogen')) \
         else 'linear'
@@ -481,7 +488,8 @@ def write_ansible_cfg(bundle, venv):
     os.chmod(facts, 0o700)
     with open(os.path.join(bundle, 'ansible.cfg'), 'w') as f:
         f.write('[defaults]\nstrategy = %s\ngathering = smart\nfact_caching = jsonfile\n'
-                'fact_caching_connection = %s\nfact_caching_timeout = 3600\n' % (strategy, facts))
+                'fact_caching_connection = %s\nfact_caching_timeout = 3600\n'
+                'callbacks_enabled = ansible.posix.profile_tasks\n' % (strategy, facts))
     return strategy
 
 
@@ -555,6 +563,28 @@ def report_failure(ctl, instance_id, name, message, log, attempts=3, sleep=time.
 
 # The whole pull ---------------------------------------------------------------------------------
 
+def wait_for_cloud_init(log, timeout=1800, run=subprocess.run, which=shutil.which):
+    """cloud-init's own wait (``cloud-init status --wait``), as boot_wait.yml does it over SSH for a push:
+    the user_data script that starts this service is cloud-init's, and the roles must not run beside
+    what cloud-init still does. None when done, or on an image without cloud-init (the test stand-ins);
+    else what is wrong. Exit status 1 and 2 are a cloud-init that finished with errors: said, not fatal,
+    as in boot_wait.yml."""
+    program = which('cloud-init')
+    if not program:
+        log('pull: no cloud-init on this image; nothing to wait for')
+        return None
+    try:
+        proc = run([program, 'status', '--wait'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 'cloud-init still running after %d s' % timeout
+    out = (proc.stdout or b'').decode('utf-8', 'replace').split()
+    if proc.returncode in (1, 2):
+        log('pull: cloud-init finished with errors (/var/log/cloud-init.log); configuring anyway')
+    elif proc.returncode != 0:
+        return 'cloud-init status failed (rc %d): %s' % (proc.returncode, ' '.join(out)[-200:])
+    return None
+
+
 def uptime():
     try:
         with open('/proc/uptime') as f:
@@ -589,7 +619,7 @@ def start_slurmd(log, run=subprocess.run):
 
 
 def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn=make_venv, configure_fn=run_configure,
-         start_fn=start_slurmd, check_fn=run_health_checks, active_fn=None):
+         start_fn=start_slurmd, check_fn=run_health_checks, active_fn=None, cloud_init_fn=wait_for_cloud_init):
     timings = dict(uptime_at_start=uptime(), started=time.time())
     mark = time.time()
 
@@ -611,6 +641,12 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
     log('pull: Slurm name %s, controller %s (certificate %s...)', name, server, cert[:16])
 
     ctl = controller_cls(server, cert, timeout=opts.timeout)
+    problem = cloud_init_fn(log)
+    if problem:
+        log('pull: %s; slurmd stays stopped', problem)
+        report_failure(ctl, doc.get('id'), name, problem, log)
+        return 1, timings
+    lap('cloud_init')
     bundle = os.path.join(opts.prefix, 'bundle')
     if os.path.isdir(bundle):
         shutil.rmtree(bundle)
@@ -691,7 +727,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         # The self-healing loop's new instances (and any on-demand node, where the cluster asks for
         # it) are checked actively too before slurmd starts: the short all_reduce of validate.yml.
         active_fn = active_fn or functools.partial(run_configure, label='active check')
-        rc = active_fn(active_check_command(venv, bundle, settings, extra), bundle, log, opts.log_file)
+        rc = active_fn(active_check_command(venv, bundle, settings, extra, timings['strategy']), bundle, log, opts.log_file)
         lap('active_check')
         if rc != 0:
             log('pull: the active NCCL check failed (exit %d); slurmd stays stopped', rc)

@@ -367,7 +367,8 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
                                    venv_fn=lambda prefix, settings, log: '/venv', configure_fn=configure, start_fn=start)
     assert rc == 0 and started == [True]
     assert seen['argv'][:2] == ['/venv/bin/ansible-playbook', 'ocigpu.cluster.configure']
-    assert '--skip-tags' in seen['argv'] and 'nvme_scratch' in seen['argv']
+    # the node is itself: no SSH wait (boot_wait.yml's play), the settings' skips after it
+    assert seen['argv'][seen['argv'].index('--skip-tags') + 1] == 'boot_wait,nvme_scratch'
     assert seen['mode'] == '0o600'
     assert seen['secrets'] == dict(slurm_munge_key_b64=base64.b64encode(MUNGE).decode(), slurm_conf_server='10.0.0.2:6817',
                                    slurm_node_name='gpu-1', mpi_ssh_keys=MPI_KEYS)
@@ -381,7 +382,7 @@ def test_pull_joins_then_runs_configure_with_the_key_in_a_private_file(server, t
     # the cluster's lock file travels in the bundle and holds this node to the cluster's bytes
     assert seen['local']['ocigpu_lock_file'] == os.path.join(seen['bundle'], 'ocigpu.lock.yml')
     assert seen['local']['ocigpu_artifacts_strict'] is False
-    assert set(timings) >= {'wait_tags', 'fetch_bundle', 'join', 'ansible', 'configure', 'slurmd_start', 'total'}
+    assert set(timings) >= {'wait_tags', 'cloud_init', 'fetch_bundle', 'join', 'ansible', 'configure', 'slurmd_start', 'total'}
     text = open(str(tmp_path / 'pull.log')).read()
     assert 'Slurm name gpu-1' in text and 'gpu-1 configured in' in text
 
@@ -422,6 +423,47 @@ def test_configure_failure_is_reported_and_the_key_removed(server, tls, tmp_path
     assert rc == 1 and not os.path.exists(str(tmp_path / 'prefix' / 'join.json'))
     assert started == []  # a half-configured node never registers
     assert 'configure failed (exit 2)' in open(str(tmp_path / 'pull.log')).read()
+
+
+def test_the_pull_waits_for_cloud_init_and_says_how_it_ended(tmp_path):
+    log = ocigpu_pull.Log(str(tmp_path / 'pull.log'))
+    calls = []
+
+    def run_ending(rc, out=b''):
+        def run(argv, **kwargs):
+            calls.append((argv, kwargs.get('timeout')))
+            return subprocess.CompletedProcess(argv, rc, out)
+        return run
+    # no cloud-init on the image: nothing to wait for, nothing run
+    assert ocigpu_pull.wait_for_cloud_init(log, run=run_ending(0), which=lambda name: None) is None
+    assert calls == []
+    found = lambda name: '/usr/bin/' + name  # noqa: E731
+    assert ocigpu_pull.wait_for_cloud_init(log, timeout=900, run=run_ending(0), which=found) is None
+    assert calls == [(['/usr/bin/cloud-init', 'status', '--wait'], 900)]
+    # finished with errors (1, and 2 for recoverable ones): said, and the pull goes on, as boot_wait.yml does
+    assert ocigpu_pull.wait_for_cloud_init(log, run=run_ending(2), which=found) is None
+    assert 'cloud-init finished with errors' in open(str(tmp_path / 'pull.log')).read()
+    # any other status, or a wait that runs out, stops the pull with the reason
+    assert ocigpu_pull.wait_for_cloud_init(log, run=run_ending(3, b'status: error\n'), which=found) == \
+        'cloud-init status failed (rc 3): status: error'
+
+    def hangs(argv, **kwargs):
+        raise subprocess.TimeoutExpired(argv, kwargs['timeout'])
+    assert ocigpu_pull.wait_for_cloud_init(log, timeout=5, run=hangs, which=found) == 'cloud-init still running after 5 s'
+
+
+def test_a_node_whose_cloud_init_failed_is_not_configured_and_the_controller_is_told(server, tls, tmp_path):
+    doc = tagged(server, tls)
+    opts = opts_for(tmp_path)
+    ran = []
+    rc, _t = ocigpu_pull.pull(opts, ocigpu_pull.Log(opts.log_file), fetch_imds=lambda url: doc,
+                              venv_fn=lambda prefix, settings, log: ran.append('venv') or '/venv',
+                              configure_fn=lambda *a: ran.append('configure') or 0, start_fn=lambda log: ran.append('slurmd') or 0,
+                              cloud_init_fn=lambda log: 'cloud-init still running after 1800 s')
+    assert rc == 1 and ran == []
+    assert server.enroller.calls[-1] == ('failed', 'ocid1.instance.oc1..x', 'gpu-1', '127.0.0.1',
+                                         'cloud-init still running after 1800 s')
+    assert 'cloud-init still running after 1800 s; slurmd stays stopped' in open(opts.log_file).read()
 
 
 def test_a_failed_pull_tells_the_controller_which_task_failed(server, tls, tmp_path):
@@ -522,6 +564,10 @@ def test_with_the_active_check_a_node_that_falls_short_never_starts_slurmd_and_s
     argv, = runs
     assert argv[:2] == ['/venv/bin/ansible-playbook', 'ocigpu.cluster.validate']
     assert argv[argv.index('--tags') + 1] == 'health' and 'nccl_tests_fail_on_gate=true' in argv
+    # the configure run's strategy (that venv has no Mitogen: Ansible's own)
+    assert 'validate_health_strategy=linear' in argv
+    assert 'validate_health_strategy=ocigpu.cluster.mitogen_linear' in ocigpu_pull.active_check_command(
+        '/venv', '/b', {'active_check': {}}, [], strategy=ocigpu_pull.MITOGEN_STRATEGY)
     # the node's variables, never the join's secrets (removed after configure)
     assert any(a.endswith('node-vars.yml') for a in argv) and not any(a.endswith('join.json') for a in argv)
     assert server.enroller.calls[-1][-1] == (

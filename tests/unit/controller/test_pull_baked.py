@@ -184,7 +184,7 @@ def test_a_current_baked_image_runs_only_the_per_node_steps_with_the_baked_venv(
     assert argv[:2] == [str(tmp_path / 'baked-venv' / 'bin' / 'ansible-playbook'), 'ocigpu.cluster.configure']
     assert node.venvs == []
     # configure.yml's tasks tagged node_join, less what the bundle's settings skip
-    assert selected(argv) == ['node_join'] and skipped(argv) == ['nvme_scratch']
+    assert selected(argv) == ['node_join'] and skipped(argv) == ['boot_wait', 'nvme_scratch']
     assert [c[1] for c in node.ctl.calls] == ['/v1/bundle', '/v1/join']
     assert ('pull: baked image current (bundle %s): only the per-node steps (--tags node_join) of the baked roles '
             'containerd_rootless, enroot, pyxis, rdma_exporter' % node.manifest['bundle_digest'][:12]) in node.log
@@ -205,7 +205,7 @@ def test_a_baked_venv_of_another_ansible_core_is_made_again(tmp_path):
     node = baked_node(tmp_path, {}, venv_core='ansible-core==2.18.0')
     assert node.rc == 0 and node.venvs == [str(tmp_path / 'prefix')]
     assert node.configure[0][0] == '/venv/bin/ansible-playbook'
-    assert selected(node.configure[0]) == ['node_join'] and skipped(node.configure[0]) == ['nvme_scratch']
+    assert selected(node.configure[0]) == ['node_join'] and skipped(node.configure[0]) == ['boot_wait', 'nvme_scratch']
 
 
 def test_a_baked_venv_without_the_mitogen_the_settings_ask_for_is_made_again(tmp_path):
@@ -232,7 +232,7 @@ def test_the_runs_use_mitogens_strategy_only_where_the_venv_has_mitogen(tmp_path
     bundle.mkdir()
     (venv / 'lib' / 'python3.13' / 'site-packages').mkdir(parents=True)
     facts = ('gathering = smart\nfact_caching = jsonfile\nfact_caching_connection = %s\nfact_caching_timeout = 3600\n'
-             % (bundle / 'facts'))
+             'callbacks_enabled = ansible.posix.profile_tasks\n' % (bundle / 'facts'))
     assert ocigpu_pull.write_ansible_cfg(str(bundle), str(venv)) == 'linear'
     assert (bundle / 'ansible.cfg').read_text() == '[defaults]\nstrategy = linear\n' + facts
     (venv / 'lib' / 'python3.13' / 'site-packages' / 'ansible_mitogen').mkdir()
@@ -253,13 +253,13 @@ def test_the_runs_use_mitogens_strategy_only_where_the_venv_has_mitogen(tmp_path
 def test_settings_changed_since_the_bake_run_every_step_again(tmp_path):
     node = baked_node(tmp_path, {}, bundle_changes={'node-vars.yml': 'slurm_cluster_name: as\ncluster_users: true\n'})
     assert node.rc == 0 and node.timings['baked'] is False
-    assert selected(node.configure[0]) == [] and skipped(node.configure[0]) == ['nvme_scratch']
+    assert selected(node.configure[0]) == [] and skipped(node.configure[0]) == ['boot_wait', 'nvme_scratch']
     assert 'settings changed since the bake: every step runs again' in node.log
 
 
 def test_without_a_manifest_the_pull_is_as_before(tmp_path):
     node = baked_node(tmp_path)
-    assert node.rc == 0 and node.timings['baked'] is False and skipped(node.configure[0]) == ['nvme_scratch']
+    assert node.rc == 0 and node.timings['baked'] is False and skipped(node.configure[0]) == ['boot_wait', 'nvme_scratch']
     assert selected(node.configure[0]) == [] and 'baked' not in node.log
 
 
