@@ -117,6 +117,9 @@ options:
         false and every change is C((permanent only)).
       - This brings the zones to their state before firewalld's first start, so that it never runs
         on its default zones.
+      - Where C(systemctl is-active firewalld.service) says C(inactive) or C(failed), the module goes
+        offline at once (C(firewall-cmd) would be refused after a Python start of its own); any other
+        answer, or no C(systemctl), leaves it to C(firewall-cmd).
     type: bool
     default: false
 notes:
@@ -336,11 +339,24 @@ class _FirewallCmd(object):
 
     def read(self):
         """({mode: zones}, the default zone), from firewalld or, offline, from its permanent files."""
+        if self.offline_allowed and self._stopped():
+            self._go_offline()
+            return self._read()
         try:
             return self._read()
         except _NotRunning:
             self._go_offline()
             return self._read()
+
+    def _stopped(self):
+        """Whether systemd says that firewalld is stopped: ``systemctl is-active`` takes milliseconds, where
+        firewall-cmd's refusal costs a Python start. Any other answer (active, activating, no systemd)
+        leaves it to firewall-cmd."""
+        systemctl = self.module.get_bin_path('systemctl')
+        if not systemctl:
+            return False
+        rc, out, dummy = self.module.run_command([systemctl, 'is-active', 'firewalld.service'], environ_update=_ENV)
+        return rc != 0 and out.strip() in ('inactive', 'failed')
 
     def _read(self):
         state = {}

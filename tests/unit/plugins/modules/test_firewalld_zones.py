@@ -41,6 +41,7 @@ class Firewalld(object):
         self.default = 'public'
         self.running = running
         self.installed = True
+        self.systemd = False  # a systemctl that answers for firewalld's unit
         self.calls = []
         self.fail = {}  # option prefix -> (rc, stderr) for the command that carries it
 
@@ -56,11 +57,16 @@ class Firewalld(object):
 
     # -- AnsibleModule stand-ins
     def bin(self, name):
-        assert name in ('firewall-cmd', 'firewall-offline-cmd')
+        assert name in ('firewall-cmd', 'firewall-offline-cmd', 'systemctl')
+        if name == 'systemctl':
+            return '/usr/bin/systemctl' if self.systemd else None
         return '/usr/bin/' + name if self.installed else None
 
     def run(self, argv):
         self.calls.append(list(argv))
+        if argv[0] == '/usr/bin/systemctl':
+            assert argv[1:] == ['is-active', 'firewalld.service'], argv
+            return (0, 'active\n', '') if self.running else (3, 'inactive\n', '')
         if argv[0] == '/usr/bin/firewall-offline-cmd':  # firewalld's files: the permanent configuration
             assert not self.running and '--permanent' not in argv, argv
             # Its --remove-service is lokkit's, refused beside --zone (the real one's message).
@@ -494,6 +500,28 @@ def test_offline_changes_the_permanent_configuration_before_the_first_start(monk
     fw.calls = []
     again = _run(fw, monkeypatch, capsys, zones=CLUSTER, offline=True)
     assert again['changed'] is False and again['running'] is True and fw.mutations() == []
+
+
+def test_offline_asks_systemd_first_and_spares_firewall_cmds_start(monkeypatch, capsys):
+    # systemd says firewalld is stopped: firewalld's files at once, no firewall-cmd (a Python start) to be refused
+    fw = Firewalld(running=False)
+    fw.systemd = True
+    result = _run(fw, monkeypatch, capsys, zones=CLUSTER, offline=True)
+    assert result['changed'] is True and result['running'] is False
+    assert fw.calls[0] == ['/usr/bin/systemctl', 'is-active', 'firewalld.service']
+    assert [c[0] for c in fw.calls[1:]] == ['/usr/bin/firewall-offline-cmd'] * 4
+    assert result['changes'] == [line + ' (permanent only)' for line in FIRST_CHANGES]
+    # running: firewall-cmd, both configurations, as without systemd's answer
+    fw.running = True
+    fw.config['runtime'] = copy.deepcopy(fw.config['permanent'])
+    fw.calls = []
+    again = _run(fw, monkeypatch, capsys, zones=CLUSTER, offline=True)
+    assert again['running'] is True and again['changed'] is False
+    assert fw.calls[0][0] == '/usr/bin/systemctl' and all(c[0] == '/usr/bin/firewall-cmd' for c in fw.calls[1:])
+    # without offline=true, systemd is not asked: a stopped firewalld fails as before
+    fw.running, fw.calls = False, []
+    stopped = _run(fw, monkeypatch, capsys, fail=True, zones=CLUSTER)
+    assert stopped['rc'] == 252 and fw.calls[0][0] == '/usr/bin/firewall-cmd'
 
 
 def test_offline_reads_without_changing_in_check_mode(monkeypatch, capsys):
