@@ -574,7 +574,8 @@ def wait_for_cloud_init(log, timeout=1800, run=subprocess.run, which=shutil.whic
         log('pull: no cloud-init on this image; nothing to wait for')
         return None
     try:
-        proc = run([program, 'status', '--wait'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        proc = run([program, 'status', '--wait'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout,
+                   check=False)
     except subprocess.TimeoutExpired:
         return 'cloud-init still running after %d s' % timeout
     out = (proc.stdout or b'').decode('utf-8', 'replace').split()

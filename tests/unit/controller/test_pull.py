@@ -437,7 +437,9 @@ def test_the_pull_waits_for_cloud_init_and_says_how_it_ended(tmp_path):
     # no cloud-init on the image: nothing to wait for, nothing run
     assert ocigpu_pull.wait_for_cloud_init(log, run=run_ending(0), which=lambda name: None) is None
     assert calls == []
-    found = lambda name: '/usr/bin/' + name  # noqa: E731
+
+    def found(name):
+        return '/usr/bin/' + name
     assert ocigpu_pull.wait_for_cloud_init(log, timeout=900, run=run_ending(0), which=found) is None
     assert calls == [(['/usr/bin/cloud-init', 'status', '--wait'], 900)]
     # finished with errors (1, and 2 for recoverable ones): said, and the pull goes on, as boot_wait.yml does
