@@ -295,9 +295,9 @@ class _NotRunning(Exception):
 class _FirewallCmd(object):
     """firewall-cmd through AnsibleModule.run_command; a failed command fails the module.
 
-    offline=True: once firewall-cmd says that firewalld is not running, the permanent configuration
-    is read and changed with firewall-offline-cmd (the same options, without --permanent), and the
-    runtime one is not there (modes holds 'permanent' alone)."""
+    offline=True: once systemd or firewall-cmd says that firewalld is not running, the permanent
+    configuration is read and changed with firewall-offline-cmd (the same options, without --permanent),
+    and the runtime one is not there (modes holds 'permanent' alone)."""
 
     def __init__(self, module, offline=False):
         self.module = module
