@@ -14,6 +14,8 @@ from the controller over an authenticated channel.
    address and port) and ``ocigpu-pull-cert`` (the SHA-256 of the controller's TLS certificate).
    The controller's resume program sets them once the cluster network is RUNNING; a node without
    them (a static node that configure.yml builds by push) gives up after ``--wait`` seconds.
+   Then it waits for cloud-init to finish (``cloud-init status --wait``; configure.yml's boot wait,
+   which would wait for SSH to the node itself, is skipped).
 2. Connects to the controller over TLS, pinned to that certificate, and fetches the bundle: the
    collections (ocigpu.cluster and what it depends on) and the cluster's node settings.
 3. Asks to join. The controller checks with the OCI API that the caller's address belongs to a
