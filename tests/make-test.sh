@@ -6,7 +6,7 @@
 # Select stages with STAGES="lint sanity unit molecule integration install demo" (the default is
 # below; demo is demo-whole-stack then demo-ondemand); stages joined by "+" run at the same time,
 # each into its own log; a stage written "name&" starts in the background, runs beside the stages
-# after it and is waited for before the summary. Molecule scenarios are chosen with
+# after it and is waited for before the summary, or at the next group written "wait". Molecule scenarios are chosen with
 # SCENARIOS="common firewall" (default: every folder under molecule/ with a molecule.yml; the VM's
 # scenario node_vm is left to the stage molecule-vm where STAGES names it); MOLECULE_JOBS=N runs N
 # scenarios at a time (default 2 beside molecule-vm, else 3: with three lanes both CPUs of the
@@ -15,23 +15,24 @@ set -uo pipefail
 . "$(dirname "$0")/infra/lib.sh"
 cd "$OCIGPU_ROOT" || exit 1
 
-# The default order: the Debian packages first; the venv (mostly downloads) beside the image
-# builds (mostly downloads and unpacking); the checks that need the venv together. Then the VM's
+# The default order: the Debian packages first; the image builds (mostly downloads and unpacking)
+# in the background beside the venv (mostly downloads), then beside the checks that need the venv
+# alone (lint, sanity and unit together: the images took about 70 s longer than the venv). Then the VM's
 # scenario in the background (software emulation keeps one CPU busy: 20 minutes in a lane of its
-# own, 28 beside the demos; the longest stage), beside the container scenarios (two at a time) and
-# the user's install at a lower priority; once those are done, the integration tests beside both
-# demos (the whole-stack demo, then the on-demand one) start while the VM's scenario ends. The tests
-# spend a third to a half of their time waiting (the playbooks' 10 s polls, the simulator's work
-# requests) and share nothing with the demos (their simulators are their own processes on their own
-# ports, with no container); at a lower priority they take what the demos leave. The whole-stack
-# demo goes first: with the on-demand demo first (whose waits the tests would fill), it took 1,382 s
-# beside the tests against 1,001 s after them, and the two demos together no less time; and the
-# on-demand demo's time limits (a job told within 60 s why it waits: 43 s beside the tests) hold
-# better once the tests are done. Beside the container scenarios (at nice 10) the on-demand demo
-# took 1,670 s against 1,031 s, about 160 s more in all (docs/testing.md). The two demos never run
-# together: they use the same podman networks and artifact port; the VM's network is qemu's own
-# (user mode), with no host interface.
-STAGES=${STAGES:-host venv+images lint+sanity+unit molecule-vm& molecule+install integration+demo}
+# own; the longest stage), beside the container scenarios (two at a time) and the user's install at
+# a lower priority. Once those are done, the whole-stack demo (busy on both CPUs, beside the end of
+# the VM's scenario), then the on-demand demo beside the integration tests at a lower priority. The
+# on-demand demo mostly waits (its nodes' boots, Slurm's power saving, the self-healing loop's
+# steps: about a third of the two CPUs busy), and the tests fill those waits; they share nothing
+# with it (their simulators are their own processes on their own ports, with no container). On
+# 2026-11-30: the on-demand demo alone 853 s, the tests alone 764 s (1,267 CPU-seconds), the two
+# together 953 s and 870 s. Before, the tests ran beside both demos, whole-stack first: it took 964
+# s beside them against 570 s alone, and the on-demand demo ran alone after them, half of the CPUs
+# idle (2,966 s for the whole run on 6398f46). Beside the container scenarios (at nice 10) the
+# on-demand demo took 1,670 s against 1,031 s (docs/testing.md). The two demos never run together:
+# they use the same podman networks and artifact port; the VM's network is qemu's own (user mode),
+# with no host interface.
+STAGES=${STAGES:-host images& venv lint+sanity+unit wait molecule-vm& molecule+install demo-whole-stack integration+demo-ondemand}
 # VM_APART: the VM's scenario has a stage of its own (molecule-vm), so the molecule stage leaves it out.
 VM_APART=''
 for _m in $(tr '+&' '  ' <<< "$STAGES"); do [ "$_m" != molecule-vm ] || VM_APART=1; done
@@ -191,8 +192,8 @@ run_stage() {
       fi ;;
     integration)
       if compgen -G 'tests/integration/test_*.py' >/dev/null; then
-        # At a lower priority: beside the demos (the default order), whose checks have time
-        # limits (a job told within 60 s why it waits), the tests take the CPU the demos leave.
+        # At a lower priority: beside the on-demand demo (the default order), whose checks have time
+        # limits (a job told within 60 s why it waits), the tests take the CPU the demo leaves.
         stage integration:pytest nice -n 10 pytest -p no:cacheprovider -n 2 --dist load --maxschedchunk 1 --durations=8 tests/integration
       else
         log "LOUD SKIP: no integration tests exist yet (tests/integration/test_*.py)"
@@ -227,6 +228,12 @@ for group in $STAGES; do
     log "stage ${group%&} in the background, beside the stages that follow"
     QUIET=1 run_stage "${group%&}" &
     background+=("$!")
+    continue
+  fi
+  if [ "$group" = wait ]; then
+    # "wait": the stages started in the background so far end before the groups that follow.
+    [ "${#background[@]}" -eq 0 ] || { log "waiting for the stages in the background"; wait "${background[@]}"; }
+    background=()
     continue
   fi
   IFS=+ read -r -a members <<< "$group"

@@ -14,6 +14,16 @@ if [ "$(cat "$VENV/.ocigpu-hash" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$VENV/.ocigpu-hash"
 fi
 
+# Ansible runs each module from a zip (AnsiballZ) and compiles its libraries from source on every
+# task; the venv's Python keeps the compiled code in a folder of the venv, writable by its owner
+# alone (tests/infra/vm/ocigpu_zipimport_cache.py): a third of each local module call of the
+# integration tests and the demos. Not part of the collection; the user's install runs without it.
+site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+install -m 0644 "$OCIGPU_ROOT/tests/infra/vm/ocigpu_zipimport_cache.py" "$site/ocigpu_zipimport_cache.py"
+install -d -m 0755 "$VENV/zipimport-cache"
+printf 'import ocigpu_zipimport_cache; ocigpu_zipimport_cache.install(%s)\n' "'$VENV/zipimport-cache'" \
+  > "$site/ocigpu-zipimport-cache.pth"
+
 # The collection as Ansible sees it from a checkout (ansible.cfg points collections_path here).
 mkdir -p "$OCIGPU_ROOT/.build/collections/ansible_collections/ocigpu"
 ln -sfn "$OCIGPU_ROOT" "$OCIGPU_ROOT/.build/collections/ansible_collections/ocigpu/cluster"
