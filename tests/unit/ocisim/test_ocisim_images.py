@@ -167,14 +167,16 @@ def test_instances_launch_from_a_custom_image_until_it_is_deleted(ocisim, comput
 
 
 def write_hook(tmp_path, status):
-    """A hook command that records its OCISIM_* variables, and for the image event waits for a go file and
-    then exits with `status`."""
+    """A hook command that records its OCISIM_* variables (the file appears whole: wait_for may read it at
+    once), and for the image event waits for a go file and then exits with `status`."""
     script = tmp_path / "hook.py"
     script.write_text(
         "import json, os, sys, time\n"
         "env = {k: v for k, v in os.environ.items() if k.startswith('OCISIM_') and not k.endswith('_JSON')}\n"
-        "with open(os.path.join(sys.argv[1], env['OCISIM_EVENT'] + '.json'), 'w') as f:\n"
+        "path = os.path.join(sys.argv[1], env['OCISIM_EVENT'] + '.json')\n"
+        "with open(path + '.tmp', 'w') as f:\n"
         "    json.dump(env, f)\n"
+        "os.replace(path + '.tmp', path)\n"
         "if env['OCISIM_EVENT'] == 'image':\n"
         "    while not os.path.exists(os.path.join(sys.argv[1], 'go')):\n"
         "        time.sleep(0.05)\n"
@@ -183,7 +185,8 @@ def write_hook(tmp_path, status):
 
 
 def wait_for(path):
-    for _index in range(200):
+    # Up to 30 s: the hook is a process of its own, slow to start on a busy machine.
+    for _index in range(600):
         if path.exists():
             return json.loads(path.read_text())
         time.sleep(0.05)
