@@ -17,18 +17,19 @@ cd "$OCIGPU_ROOT" || exit 1
 
 # The default order: the Debian packages first; the image builds (mostly downloads and unpacking)
 # in the background beside the venv (mostly downloads), then beside the checks that need the venv
-# alone (lint, sanity and unit together: the images took about 70 s longer than the venv). Then the VM's
+# alone (lint, sanity and unit together: from empty caches the images took 231 s, the venv 86 s). Then the VM's
 # scenario in the background (software emulation keeps one CPU busy: 20 minutes in a lane of its
 # own; the longest stage), beside the container scenarios (two at a time) and the user's install at
-# a lower priority. Once those are done, the whole-stack demo (busy on both CPUs, beside the end of
-# the VM's scenario), then the on-demand demo beside the integration tests at a lower priority. The
-# on-demand demo mostly waits (its nodes' boots, Slurm's power saving, the self-healing loop's
-# steps: about a third of the two CPUs busy), and the tests fill those waits; they share nothing
+# a lower priority. Once those are done, the whole-stack demo (68 % busy in the last run, beside the
+# end of the VM's scenario), then the on-demand demo beside the integration tests at a lower
+# priority. The on-demand demo mostly waits (its nodes' boots, Slurm's power saving, the
+# self-healing loop's steps: 49 % busy after the tests), and the tests fill those waits; they share nothing
 # with it (their simulators are their own processes on their own ports, with no container). On
 # 2026-11-30: the on-demand demo alone 853 s, the tests alone 764 s (1,267 CPU-seconds), the two
 # together 953 s and 870 s. Before, the tests ran beside both demos, whole-stack first: it took 964
 # s beside them against 570 s alone, and the on-demand demo ran alone after them, half of the CPUs
-# idle (2,966 s for the whole run on 6398f46). Beside the container scenarios (at nice 10) the
+# idle (2,966 s for the whole run on 6398f46; the demos' part 1,836 s against 1,610 s on 492c733,
+# on a slower day). Beside the container scenarios (at nice 10) the
 # on-demand demo took 1,670 s against 1,031 s (docs/testing.md). The two demos never run together:
 # they use the same podman networks and artifact port; the VM's network is qemu's own (user mode),
 # with no host interface.
