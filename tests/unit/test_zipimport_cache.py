@@ -5,6 +5,7 @@ cache folder is missing."""
 from __future__ import annotations
 
 import importlib.util
+import marshal
 import os
 import sys
 import zipfile
@@ -78,3 +79,17 @@ def test_nothing_is_installed_without_the_folder(hook, tmp_path):
     before = zipimport._compile_source
     hook.install(str(tmp_path / 'missing'))
     assert zipimport._compile_source is before
+
+
+def test_a_file_others_may_write_is_not_run(hook, tmp_path):
+    cache = tmp_path / 'cache'
+    cache.mkdir()
+    hook.install(str(cache))
+    assert import_from_zip(tmp_path, 'zc_three', 'VALUE = 3\n').VALUE == 3
+    (cached,) = list(cache.iterdir())
+    # Planted code in a file every user may write: compiled again from the source, and the file replaced.
+    cached.write_bytes(marshal.dumps(compile('VALUE = 666\n', 'planted', 'exec')))
+    cached.chmod(0o666)
+    assert import_from_zip(tmp_path, 'zc_three', 'VALUE = 3\n').VALUE == 3
+    assert not cached.stat().st_mode & 0o022
+    assert import_from_zip(tmp_path, 'zc_three', 'VALUE = 3\n').VALUE == 3
