@@ -6,30 +6,30 @@
 # Select stages with STAGES="lint sanity unit molecule integration install demo" (the default is
 # below; demo is demo-whole-stack then demo-ondemand); stages joined by "+" run at the same time,
 # each into its own log; a stage written "name&" starts in the background, runs beside the stages
-# after it and is waited for before the summary, or at the next group written "wait". Molecule scenarios are chosen with
-# SCENARIOS="common firewall" (default: every folder under molecule/ with a molecule.yml; the VM's
-# scenario node_vm is left to the stage molecule-vm where STAGES names it); MOLECULE_JOBS=N runs N
-# scenarios at a time (default 2 beside molecule-vm, else 3: with three lanes both CPUs of the
-# 2-core test machine stay busy, 99 % in the last full run).
+# after it and is waited for at the next group written "wait", or before the summary. Molecule
+# scenarios are chosen with SCENARIOS="common firewall" (default: every folder under molecule/ with
+# a molecule.yml; the VM's scenario node_vm is left to the stage molecule-vm where STAGES names it);
+# MOLECULE_JOBS=N runs N scenarios at a time (default 2 beside molecule-vm, else 3: with three
+# lanes both CPUs of the 2-core test machine stay busy, 99 % in the last full run).
 set -uo pipefail
 . "$(dirname "$0")/infra/lib.sh"
 cd "$OCIGPU_ROOT" || exit 1
 
 # The default order: the Debian packages first; the image builds (mostly downloads and unpacking)
 # in the background beside the venv (mostly downloads), then beside the checks that need the venv
-# alone (lint, sanity and unit together: from empty caches the images took 231 s, the venv 86 s). Then the VM's
-# scenario in the background (software emulation keeps one CPU busy: 20 minutes in a lane of its
-# own; the longest stage), beside the container scenarios (two at a time) and the user's install at
-# a lower priority. Once those are done, the whole-stack demo (68 % busy in the last run, beside the
-# end of the VM's scenario), then the on-demand demo beside the integration tests at a lower
-# priority. The on-demand demo mostly waits (its nodes' boots, Slurm's power saving, the
-# self-healing loop's steps: 49 % busy after the tests), and the tests fill those waits; they share nothing
-# with it (their simulators are their own processes on their own ports, with no container). On
-# 2026-11-30: the on-demand demo alone 853 s, the tests alone 764 s (1,267 CPU-seconds), the two
-# together 953 s and 870 s. Before, the tests ran beside both demos, whole-stack first: it took 964
-# s beside them against 570 s alone, and the on-demand demo ran alone after them, half of the CPUs
-# idle (2,966 s for the whole run on 6398f46; the demos' part 1,836 s against 1,610 s on 492c733,
-# on a slower day). Beside the container scenarios (at nice 10) the
+# alone (lint, sanity and unit together: from empty caches the images took 231 s, the venv 86 s).
+# Then the VM's scenario in the background (software emulation keeps one CPU busy: 20 minutes in a
+# lane of its own; the longest stage), beside the container scenarios (two at a time) and the
+# user's install at a lower priority. Once those are done, the whole-stack demo (68 % busy in the
+# last run, beside the end of the VM's scenario), then the on-demand demo beside the integration
+# tests at a lower priority. The on-demand demo mostly waits (its nodes' boots, Slurm's power
+# saving, the self-healing loop's steps: 49 % busy after the tests), and the tests fill those
+# waits; they share nothing with it (their simulators are their own processes on their own ports,
+# with no container). On 2026-11-30: the on-demand demo alone 853 s, the tests alone 764 s (1,267
+# CPU-seconds), the two together 953 s and 870 s. Before, the tests ran beside both demos,
+# whole-stack first: it took 964 s beside them against 570 s alone, and the on-demand demo ran alone
+# after them, half of the CPUs idle (2,966 s for the whole run on 6398f46; the demos' part 1,836 s
+# against 1,610 s on 492c733, on a slower day). Beside the container scenarios (at nice 10) the
 # on-demand demo took 1,670 s against 1,031 s (docs/testing.md). The two demos never run together:
 # they use the same podman networks and artifact port; the VM's network is qemu's own (user mode),
 # with no host interface.
@@ -220,6 +220,12 @@ run_stage() {
   esac
 }
 
+# wait_background: the stages started in the background ("name&") end; the list is emptied.
+wait_background() {
+  [ "${#background[@]}" -eq 0 ] || { log "waiting for the stages in the background"; wait "${background[@]}"; }
+  background=()
+}
+
 total_start=$(date +%s)
 total_ticks=$(cpu_ticks)
 background=()
@@ -233,8 +239,7 @@ for group in $STAGES; do
   fi
   if [ "$group" = wait ]; then
     # "wait": the stages started in the background so far end before the groups that follow.
-    [ "${#background[@]}" -eq 0 ] || { log "waiting for the stages in the background"; wait "${background[@]}"; }
-    background=()
+    wait_background
     continue
   fi
   IFS=+ read -r -a members <<< "$group"
@@ -251,7 +256,7 @@ for group in $STAGES; do
   done
   wait "${pids[@]}"
 done
-[ "${#background[@]}" -eq 0 ] || { log "waiting for the stages in the background"; wait "${background[@]}"; }
+wait_background
 
 summary=()
 while read -r status name dur cpu rc log; do

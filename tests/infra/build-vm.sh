@@ -132,7 +132,7 @@ chroot "$tree" chown -R "$GUEST_USER:$GUEST_USER" "/home/$GUEST_USER/.ssh"
 site=$(chroot "$tree" python3 -c 'import sys; print("/usr/local/lib/python3.%d/dist-packages" % sys.version_info[1])')
 install -d "$tree$site"
 install -m 0644 "$HERE/vm/ocigpu_zipimport_cache.py" "$tree$site/ocigpu_zipimport_cache.py"
-echo 'import ocigpu_zipimport_cache' > "$tree$site/ocigpu-zipimport-cache.pth"
+echo 'import ocigpu_zipimport_cache; ocigpu_zipimport_cache.install()' > "$tree$site/ocigpu-zipimport-cache.pth"
 install -d -m 1777 "$tree/var/cache/ocigpu-zipimport"
 
 for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}"; done

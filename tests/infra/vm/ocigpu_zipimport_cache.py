@@ -5,9 +5,9 @@ module's libraries from source on every task, since it cannot write byte code in
 qemu's software emulation that compiling is about half of a task's time; on the test machine it is
 a third of a local module call (about 0.3 s of 1 s for an OCI module against the simulator). This
 hook stores the compiled code, keyed by the path inside the zip and the source's SHA-256, so each
-library is compiled once: in the test VM image (a .pth file, tests/infra/build-vm.sh), under
-/var/cache/ocigpu-zipimport; in the tests' virtual environment (tests/infra/venv.sh), in the folder
-its .pth file gives, for the modules the integration tests and the demos run on this machine. What
+library is compiled once. A .pth file calls install(): in the test VM image (tests/infra/build-vm.sh)
+with /var/cache/ocigpu-zipimport; in the tests' virtual environment (tests/infra/venv.sh) with a folder
+of the venv, for the modules the integration tests and the demos run on this machine. What
 a module does is unchanged: only where its code object comes from. Nothing here is part of the
 collection, and the user's install (tests/install/user-install.sh) runs without it.
 """
@@ -53,6 +53,3 @@ def install(cache=CACHE):
 
     cached.ocigpu_original = compile_source
     zipimport._compile_source = cached
-
-
-install()
