@@ -1,7 +1,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugins/strategy/mitogen_linear.py: Mitogen's linear strategy with Mitogen's CPU placement turned
-off, and a clear error where Mitogen is not installed. Each check loads the plugin in a child Python:
-loading it changes Mitogen's module state for the whole process."""
+off, a clear error where Mitogen is not installed, and the tasks whose condition is false skipped in
+the controller's process. Each check loads the plugin in a child Python (loading it changes Mitogen's
+module state for the whole process) or runs ansible-playbook."""
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ def test_with_mitogen_the_placement_policy_is_the_one_that_places_nothing():
               'print(type(ansible_mitogen.affinity.policy).__name__)\n' + LOAD +
               'print(type(ansible_mitogen.affinity.policy).__name__)\n'
               'print(issubclass(mod.StrategyModule, ansible_mitogen.strategy.StrategyMixin))\n'
-              'print(mod.StrategyModule.__mro__[2].__module__)\n')
+              'print([c.__module__ for c in mod.StrategyModule.__mro__][3])\n')
     assert out.returncode == 0, out.stderr
     before, after, mixin, base = out.stdout.split()
     assert before == 'LinuxPolicy', 'Mitogen places processes itself on Linux: %s' % before
@@ -87,3 +88,94 @@ def test_the_hosts_own_host_key_check_is_the_one_ssh_reads(check, args, strict):
     removed = [a for a in original if a not in patched]
     assert removed in ([], ['StrictHostKeyChecking yes']), (original, patched)
     assert original.index('node1') - patched.index('node1') == (2 if removed else 0)
+
+
+# The skip in the controller (SkipHereMixin): the same output as Ansible's own linear strategy, task by
+# task, and no worker for a task skipped by its condition. Each condition writes the PID of the process
+# that evaluates it (a pipe lookup's parent) to a file named after the task.
+PLAYBOOK = """
+- hosts: all
+  gather_facts: false
+  vars:
+    flag: false
+    pids: "{{ lookup('ansible.builtin.env', 'PIDS') }}"
+  tasks:
+    - name: plain
+      ansible.builtin.command: /bin/true
+      when: lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/plain') is string and flag | bool
+    - name: hidden
+      ansible.builtin.command: /bin/true
+      when: lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/hidden') is string and flag
+      no_log: true
+    - name: registered
+      ansible.builtin.command: /bin/true
+      when: [true, "lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/registered') is string and flag"]
+      register: skipped_one
+    - name: show the registered result
+      ansible.builtin.debug:
+        var: skipped_one
+    - name: true condition
+      ansible.builtin.debug:
+        msg: ran
+      when: lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/true') is string and not flag
+    - name: connection variable
+      ansible.builtin.debug:
+        msg: never
+      when: lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/connection') is string and ansible_connection == 'ssh'
+    - name: looped
+      ansible.builtin.debug:
+        msg: "{{ item }}"
+      loop: [1, 2]
+      when: lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/looped') is string and item > 5
+    - name: included
+      ansible.builtin.include_tasks: nothing.yml
+      when: lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/included') is string and flag
+    - name: undefined
+      ansible.builtin.command: /bin/true
+      when: lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/undefined') is string and nowhere_defined
+      ignore_errors: true
+"""
+
+
+def play(tmp_path, strategy):
+    pytest.importorskip('ansible_mitogen', reason='Mitogen is not installed (tests/requirements.txt has it)')
+    (tmp_path / 'play.yml').write_text(PLAYBOOK)
+    (tmp_path / 'nothing.yml').write_text('- ansible.builtin.debug:\n    msg: included\n')
+    (tmp_path / 'ansible.cfg').write_text('[defaults]\n')
+    pids = tmp_path / ('pids-' + strategy.rsplit('.', 1)[-1])
+    pids.mkdir()
+    bin_dir = os.path.dirname(sys.executable)
+    env = {k: v for k, v in os.environ.items() if not k.startswith('ANSIBLE_')}
+    env.update(PIDS=str(pids), ANSIBLE_STRATEGY=strategy, ANSIBLE_NOCOLOR='1', ANSIBLE_CONFIG=str(tmp_path / 'ansible.cfg'),
+               ANSIBLE_DEPRECATION_WARNINGS='0', ANSIBLE_LOCALHOST_WARNING='0',
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections') + os.pathsep +
+               os.environ.get('ANSIBLE_COLLECTIONS_PATH', ''))
+    env = {k: v for k, v in env.items() if v}
+    proc = subprocess.Popen([os.path.join(bin_dir, 'ansible-playbook'), '-vv', '-i', 'node1,', '-c', 'local',
+                             '-e', 'ansible_python_interpreter=' + sys.executable, str(tmp_path / 'play.yml')],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path))
+    out = proc.communicate(timeout=300)[0].decode()
+    assert proc.returncode == 0, out
+    found = {path.name: int(path.read_text()) for path in pids.iterdir()}
+    # The task lines and their results, less what names a run's own files and times.
+    kept = ('TASK [', 'skipping:', 'ok:', 'changed:', 'fatal:', '...', 'included:', '    "', 'node1 ', '}')
+    lines = [line for line in out.splitlines() if line.startswith(kept)]
+    return proc.pid, found, lines
+
+
+def test_a_task_skipped_by_its_condition_gets_no_worker_and_the_same_result(tmp_path):
+    if not os.path.isdir(os.path.join(ROOT, '.build', 'collections', 'ansible_collections', 'ocigpu')):
+        pytest.skip('the collection is not linked into .build/collections (tests/infra/venv.sh does it)')
+    main_pid, here, ours = play(tmp_path, 'ocigpu.cluster.mitogen_linear')
+    linear_pid, there, theirs = play(tmp_path, 'linear')
+    assert ours == theirs
+    assert any(line.startswith('skipping: [node1] => {"censored"') for line in ours), ours
+    assert any(line.endswith('is string and flag", "skip_reason": "Conditional result was False"}') for line in ours), ours
+    assert [line.split() for line in ours if line.startswith('node1 ')] == [
+        ['node1', ':', 'ok=3', 'changed=0', 'unreachable=0', 'failed=0', 'skipped=6', 'rescued=0', 'ignored=1']], ours
+    # Skipped in the controller's process: the three with false conditions, the connection variable's.
+    assert {name for name, pid in here.items() if pid == main_pid} == {'plain', 'hidden', 'registered', 'connection'}, here
+    # A worker decides the rest: a true condition, a loop (per item), an include, a condition that fails.
+    assert set(here) == {'plain', 'hidden', 'registered', 'connection', 'true', 'looped', 'included', 'undefined'}
+    # Ansible's own strategy: a worker for every one.
+    assert linear_pid not in there.values(), there
