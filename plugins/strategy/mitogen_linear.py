@@ -35,9 +35,9 @@ description:
     loop (its condition is per item), a delegated task, an include, a meta task, and a condition that is
     true, fails or warns still go to a worker. On the test machine a skipped task cost about 24 ms with
     Ansible's strategy and 4 ms with this one (a playbook of 100 skipped tasks); in a joining node's
-    pull, 21 ms against 37 ms in the play of the roles (53 skipped tasks), where Ansible's own per-task work (its
-    variables) remains. It uses ansible-core 2.19's own classes; with another release every task goes
-    to a worker, as in Mitogen's strategy.
+    pull, 15-21 ms against 36-41 ms in the play of the roles (53 skipped tasks), where Ansible's own
+    per-task work (its variables) remains. It uses ansible-core 2.19's own classes; with another release
+    every task goes to a worker, as in Mitogen's strategy.
   - The boot wait (C(boot_wait.yml), the first play of C(configure.yml)), C(validate.yml) and the plays
     with background jobs (provisioning, teardown, the diagnostics bundle) keep Ansible's default
     strategy whatever is set here.
