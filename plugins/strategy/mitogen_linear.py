@@ -36,8 +36,8 @@ description:
     true, fails or warns still go to a worker. The hosts' conditions are so evaluated one host after the
     other in that process, as Ansible already works out each host's variables there; a condition that
     calls a slow lookup (a C(pipe) of a long command) costs the play its length once per host, where
-    workers would run it side by side (C(forks)). On the test machine a skipped task cost about 24 ms with
-    Ansible's strategy and 4 ms with this one (a playbook of 100 skipped tasks); in a joining node's
+    workers would run it side by side (C(forks)). On the test machine a skipped task cost 26-28 ms with
+    Ansible's and Mitogen's strategies and 4 ms with this one (tests/perf/skip_bench.sh); in a joining node's
     pull, 15-21 ms against 36-41 ms in the play of the roles (53 skipped tasks), where Ansible's own
     per-task work (its variables) remains. It uses ansible-core 2.19's own classes; with another release
     every task goes to a worker, as in Mitogen's strategy.
