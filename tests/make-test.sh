@@ -19,10 +19,12 @@ cd "$OCIGPU_ROOT" || exit 1
 # in the background beside the venv (mostly downloads), then beside the checks that need the venv
 # alone (lint, sanity and unit together: from empty caches the images took 231 s, the venv 86 s).
 # Then the VM's scenario in the background (software emulation keeps one CPU busy: 20 minutes in a
-# lane of its own; the longest stage), beside the container scenarios (two at a time) and the
-# user's install at a lower priority. Once those are done, the whole-stack demo (68 % busy in the
-# last run, beside the end of the VM's scenario), then the on-demand demo beside the integration
-# tests at a lower priority. The on-demand demo mostly waits (its nodes' boots, Slurm's power
+# lane of its own; the longest stage), beside the container scenarios (two at a time). Once those
+# are done, the whole-stack demo (65 % busy alone) with the user's install beside it at a lower
+# priority, then the on-demand demo beside the integration tests at a lower priority. On 2026-11-30,
+# from empty caches: the install took 143 s beside the whole-stack demo against 287 s beside the
+# container scenarios, which took 713 s alone against 766 s with it; the demo 524 s against 580 s
+# (the VM's scenario had ended; it overlapped the demo by 183 s in the run before). The on-demand demo mostly waits (its nodes' boots, Slurm's power
 # saving, the self-healing loop's steps: 49 % busy after the tests), and the tests fill those
 # waits; they share nothing with it (their simulators are their own processes on their own ports,
 # with no container). On 2026-11-30: the on-demand demo alone 853 s, the tests alone 764 s (1,267
@@ -33,7 +35,7 @@ cd "$OCIGPU_ROOT" || exit 1
 # on-demand demo took 1,670 s against 1,031 s (docs/testing.md). The two demos never run together:
 # they use the same podman networks and artifact port; the VM's network is qemu's own (user mode),
 # with no host interface.
-STAGES=${STAGES:-host images& venv lint+sanity+unit wait molecule-vm& molecule+install demo-whole-stack integration+demo-ondemand}
+STAGES=${STAGES:-host images& venv lint+sanity+unit wait molecule-vm& molecule demo-whole-stack+install integration+demo-ondemand}
 # VM_APART: the VM's scenario has a stage of its own (molecule-vm), so the molecule stage leaves it out.
 VM_APART=''
 for _m in $(tr '+&' '  ' <<< "$STAGES"); do [ "$_m" != molecule-vm ] || VM_APART=1; done
@@ -189,7 +191,9 @@ run_stage() {
           stage "molecule:$sc" molecule_test "$sc"
         done
       else
-        parallel_molecule
+        # In a subshell of its own: its waits are for its scenarios alone, not for a stage started in
+        # the background before it (the VM's scenario), which would hold the stages after it.
+        ( parallel_molecule )
       fi ;;
     integration)
       if compgen -G 'tests/integration/test_*.py' >/dev/null; then
@@ -203,7 +207,7 @@ run_stage() {
     install)
       # The collection as a user gets it: its tarball installed into an empty collections path and
       # a fresh venv, the playbooks and inventory plugin run from there, ansible-builder on it.
-      # At a lower priority: beside the molecule scenarios (the default order), it takes what they leave.
+      # At a lower priority: beside the whole-stack demo (the default order), it takes what the demo leaves.
       stage install:user nice -n 10 bash tests/install/user-install.sh ;;
     demo)
       # Both demos, one after the other: they use the same podman networks and artifact port.
