@@ -15,26 +15,26 @@ set -uo pipefail
 . "$(dirname "$0")/infra/lib.sh"
 cd "$OCIGPU_ROOT" || exit 1
 
-# The default order: the Debian packages first; the image builds (mostly downloads and unpacking)
-# in the background beside the venv (mostly downloads), then beside the checks that need the venv
-# alone (lint, sanity and unit together: from empty caches the images took 231 s, the venv 86 s).
-# Then the VM's scenario in the background (software emulation keeps one CPU busy: 20 minutes in a
-# lane of its own; the longest stage), beside the container scenarios (two at a time). Once those
-# are done, the whole-stack demo (65 % busy alone) with the user's install beside it at a lower
-# priority, then the on-demand demo beside the integration tests at a lower priority. On 2026-11-30,
-# from empty caches: the install took 143 s beside the whole-stack demo against 287 s beside the
-# container scenarios, which took 713 s alone against 766 s with it; the demo 524 s against 580 s
-# (the VM's scenario had ended; it overlapped the demo by 183 s in the run before). The on-demand demo mostly waits (its nodes' boots, Slurm's power
-# saving, the self-healing loop's steps: 49 % busy after the tests), and the tests fill those
-# waits; they share nothing with it (their simulators are their own processes on their own ports,
-# with no container). On 2026-11-30: the on-demand demo alone 853 s, the tests alone 764 s (1,267
-# CPU-seconds), the two together 953 s and 870 s. Before, the tests ran beside both demos,
-# whole-stack first: it took 964 s beside them against 570 s alone, and the on-demand demo ran alone
-# after them, half of the CPUs idle (2,966 s for the whole run on 6398f46; the demos' part 1,836 s
-# against 1,610 s on 492c733, on a slower day). Beside the container scenarios (at nice 10) the
-# on-demand demo took 1,670 s against 1,031 s (docs/testing.md). The two demos never run together:
-# they use the same podman networks and artifact port; the VM's network is qemu's own (user mode),
-# with no host interface.
+# The default order: the Debian packages first; the image builds (mostly downloads and unpacking) in
+# the background beside the venv (mostly downloads), then beside the checks that need the venv alone
+# (lint, sanity and unit together: from empty caches the images took 231 s, the venv 86 s). Then the
+# VM's scenario in the background (software emulation keeps one CPU busy: 20 minutes in a lane of
+# its own; the longest stage), beside the container scenarios (two at a time). Once those are done,
+# the whole-stack demo (65 % busy alone) with the user's install beside it at a lower priority, then
+# the on-demand demo beside the integration tests at a lower priority. On 2026-11-30, from empty
+# caches: the install took 143 s beside the whole-stack demo against 287 s beside the container
+# scenarios, which took 713 s alone against 766 s with it; the demo 524 s against 580 s (the VM's
+# scenario had ended; it overlapped the demo by 183 s in the run before). The on-demand demo mostly
+# waits (its nodes' boots, Slurm's power saving, the self-healing loop's steps: 49 % busy after the
+# tests), and the tests fill those waits; they share nothing with it (their simulators are their own
+# processes on their own ports, with no container). On 2026-11-30: the on-demand demo alone 853 s,
+# the tests alone 764 s (1,267 CPU-seconds), the two together 953 s and 870 s. Before, the tests ran
+# beside both demos, whole-stack first: it took 964 s beside them against 570 s alone, and the
+# on-demand demo ran alone after them, half of the CPUs idle (2,966 s for the whole run on 6398f46;
+# the demos' part 1,836 s against 1,610 s on 492c733, on a slower day). Beside the container
+# scenarios (at nice 10) the on-demand demo took 1,670 s against 1,031 s (docs/testing.md). The two
+# demos never run together: they use the same podman networks and artifact port; the VM's network is
+# qemu's own (user mode), with no host interface.
 STAGES=${STAGES:-host images& venv lint+sanity+unit wait molecule-vm& molecule demo-whole-stack+install integration+demo-ondemand}
 # VM_APART: the VM's scenario has a stage of its own (molecule-vm), so the molecule stage leaves it out.
 VM_APART=''
