@@ -27,7 +27,8 @@ from the controller over an authenticated channel.
    push from the operator. Then it runs the node's passive health checks (``ocigpu-healthcheck
    --no-slurm``) and, where the bundle's settings ask (``active_check``: on with the self-healing
    loop), the active NCCL check (``ocigpu.cluster.validate --tags health`` against itself, failing on
-   a short run); only when they pass does it start slurmd (configless, ``-N <name>``), so that
+   a short run; on a current baked image it runs in the same ansible-playbook as the roles, before the
+   passive checks); only when they pass does it start slurmd (configless, ``-N <name>``), so that
    slurmctld sends the node no job before every role is in place and the node is sound.
 5. When the configure run or the checks fail (or slurmd does not start), it tells the controller
    (``POST /v1/failed``), which hands the node back to Slurm at once rather than at ResumeTimeout.
@@ -83,6 +84,10 @@ JOIN_TAG = 'node_join'
 # configure.yml's wait for SSH and cloud-init (boot_wait.yml's play of that tag): the runs here are on the
 # node itself, over no SSH; the pull waits for cloud-init itself (wait_for_cloud_init).
 BOOT_WAIT_TAG = 'boot_wait'
+# The active check's tag in validate.yml, and the first line its run prints: where a run of configure.yml
+# and then validate.yml (one ansible-playbook, on a current baked image) passes from one to the other.
+CHECK_TAG = 'health'
+CHECK_PLAY_LINE = 'PLAY [Check that there are GPU nodes to validate]'
 BAKE_PLAYBOOK = 'ocigpu.cluster.bake_node'
 MANIFEST_FORMAT = 2
 
@@ -432,9 +437,11 @@ def join_vars(answer, name):
     return found
 
 
-def playbook_command(venv, bundle, playbook, options, extra_files):
-    """ansible-playbook from the node's virtual environment against the bundle's one-host inventory."""
-    argv = [os.path.join(venv, 'bin', 'ansible-playbook'), playbook, '-i', os.path.join(bundle, 'inventory.ini')]
+def playbook_command(venv, bundle, playbooks, options, extra_files):
+    """ansible-playbook from the node's virtual environment against the bundle's one-host inventory, with one
+    playbook or a list of them (run one after the other, with the same options)."""
+    playbooks = [playbooks] if isinstance(playbooks, str) else list(playbooks)
+    argv = [os.path.join(venv, 'bin', 'ansible-playbook')] + playbooks + ['-i', os.path.join(bundle, 'inventory.ini')]
     argv += list(options)
     for path in extra_files:
         argv += ['-e', '@' + path]
@@ -447,11 +454,23 @@ def skip_tags_option(settings, *first):
     return ['--skip-tags', ','.join(tags)] if tags else []
 
 
-def configure_command(venv, bundle, name, settings, extra_files, join_only=False):
+def _check_options(strategy):
+    return ['-e', 'nccl_tests_fail_on_gate=true', '-e', 'validate_health_strategy=' + strategy]
+
+
+def configure_command(venv, bundle, name, settings, extra_files, join_only=False, check_strategy=None):
     """configure.yml against this node, less its boot wait; on a current baked image (join_only) its
-    per-node steps alone."""
-    options = (['--tags', JOIN_TAG] if join_only else []) + skip_tags_option(settings, BOOT_WAIT_TAG)
-    return playbook_command(venv, bundle, settings.get('playbook', 'ocigpu.cluster.configure'), options, extra_files)
+    per-node steps alone. With check_strategy (on a current baked image only), the active check's playbook
+    runs in the same ansible-playbook right after it (``--tags node_join,health``): one start of Ansible and
+    one read of the node instead of two. The tags pick the same tasks as the two runs would (neither
+    playbook has a task of the other's tag; tests/unit/controller/test_pull_tasks.py compares the lists)."""
+    configure = settings.get('playbook', 'ocigpu.cluster.configure')
+    if not (join_only and check_strategy):
+        options = (['--tags', JOIN_TAG] if join_only else []) + skip_tags_option(settings, BOOT_WAIT_TAG)
+        return playbook_command(venv, bundle, configure, options, extra_files)
+    check = (settings.get('active_check') or {}).get('playbook', 'ocigpu.cluster.validate')
+    options = ['--tags', '%s,%s' % (JOIN_TAG, CHECK_TAG)] + skip_tags_option(settings, BOOT_WAIT_TAG)
+    return playbook_command(venv, bundle, [configure, check], options + _check_options(check_strategy), extra_files)
 
 
 def active_check_command(venv, bundle, settings, extra_files, strategy='linear'):
@@ -460,8 +479,7 @@ def active_check_command(venv, bundle, settings, extra_files, strategy='linear')
     configure run's strategy (the check starts all_reduce_perf alone, no mpirun)."""
     check = settings.get('active_check') or {}
     return playbook_command(venv, bundle, check.get('playbook', 'ocigpu.cluster.validate'),
-                            ['--tags', 'health', '-e', 'nccl_tests_fail_on_gate=true',
-                             '-e', 'validate_health_strategy=' + strategy], extra_files)
+                            ['--tags', CHECK_TAG] + _check_options(strategy), extra_files)
 
 
 def write_inventory(bundle, name, python='/usr/bin/python3'):
@@ -495,7 +513,9 @@ def write_ansible_cfg(bundle, venv):
     return strategy
 
 
-def run_configure(argv, bundle, log, log_file, run=subprocess.Popen, label='configure'):
+def run_configure(argv, bundle, log, log_file, run=subprocess.Popen, label='configure', seen=None):
+    """One ansible-playbook run, its output in log_file and its progress on stdout; its exit status. seen
+    (a dict of line beginnings) gets the time each first appeared."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(bundle, 'collections'),
                ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='0',
                ANSIBLE_HOST_KEY_CHECKING='0', ANSIBLE_LOCALHOST_WARNING='0', HOME=os.environ.get('HOME', '/root'))
@@ -509,6 +529,10 @@ def run_configure(argv, bundle, log, log_file, run=subprocess.Popen, label='conf
     try:
         for raw in proc.stdout:
             line = raw.decode('utf-8', 'replace').rstrip()
+            if seen is not None:
+                for start in seen:
+                    if seen[start] is None and line.startswith(start):
+                        seen[start] = time.time()
             if out:
                 out.write(line + '\n')
             if line.startswith(('PLAY [', 'TASK [', 'RUNNING HANDLER [')):
@@ -527,19 +551,28 @@ def run_configure(argv, bundle, log, log_file, run=subprocess.Popen, label='conf
 def failure_summary(log_file, limit=300):
     """The last failed task of the last configure run in log_file, in one line: what the node tells the
     controller when its pull fails."""
+    return last_failure(log_file, limit)[0]
+
+
+def last_failure(log_file, limit=300):
+    """(failure_summary's line, whether that task ran in the active check): in a run of configure.yml and
+    then the check's playbook, a failure after the check's first play (CHECK_PLAY_LINE) is the check's."""
     try:
         with open(log_file, 'rb') as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - 262144))
             text = f.read().decode('utf-8', 'replace')
     except (IOError, OSError):
-        return ''
+        return '', False
     start = max(text.rfind(' configure: '), text.rfind(' active check: '))
+    in_check = start >= 0 and text.startswith(' active check: ', start)
     run = text[start + 1:] if start >= 0 else text
-    task, found = '', ''
+    task, found, found_in_check = '', '', False
     for line in run.splitlines():
         if line.startswith('TASK ['):
             task = line[len('TASK ['):].split(']')[0]
+        elif line.startswith(CHECK_PLAY_LINE):
+            in_check = True
         elif line.startswith(('fatal:', 'failed:')):
             msg = line.split('=>', 1)[1].strip() if '=>' in line else line
             try:
@@ -547,7 +580,8 @@ def failure_summary(log_file, limit=300):
             except (ValueError, AttributeError):
                 pass
             found = '%s: %s' % (task, msg) if task else str(msg)
-    return ' '.join(found.split())[:limit]
+            found_in_check = in_check
+    return ' '.join(found.split())[:limit], found_in_check
 
 
 def report_failure(ctl, instance_id, name, message, log, attempts=3, sleep=time.sleep):
@@ -708,17 +742,38 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         with open(local, 'w') as f:
             json.dump(local_vars, f)
         extra.append(local)
-        rc = configure_fn(configure_command(venv, bundle, name, settings, extra, join_only=state == 'skip'), bundle, log, opts.log_file)
-        lap('configure')
+        # On a current baked image the active check runs in the same ansible-playbook, after the per-node
+        # steps (configure_command); the passive checks then come after it.
+        together = state == 'skip' and bool(settings.get('active_check'))
+        argv = configure_command(venv, bundle, name, settings, extra, join_only=state == 'skip',
+                                 check_strategy=timings['strategy'] if together else None)
+        if together:
+            seen = {CHECK_PLAY_LINE: None}
+            rc = configure_fn(argv, bundle, log, opts.log_file, seen=seen)
+            lap('configure')
+            if seen[CHECK_PLAY_LINE]:  # the run's time split where the check's playbook started
+                timings['active_check'] = round(time.time() - seen[CHECK_PLAY_LINE], 2)
+                timings['configure'] = round(timings['configure'] - timings['active_check'], 2)
+        else:
+            rc = configure_fn(argv, bundle, log, opts.log_file)
+            lap('configure')
     finally:
         os.remove(secrets)
     extra.remove(secrets)
     timings['total'] = round(time.time() - mark, 2)
     if rc != 0:
+        summary, in_check = last_failure(opts.log_file)
+        if together and in_check:
+            log('pull: the active NCCL check failed (exit %d); slurmd stays stopped', rc)
+            report_failure(ctl, doc.get('id'), name, 'active NCCL check failed: %s' % (
+                summary or 'exit %d, see %s' % (rc, opts.log_file)), log)
+            return 1, timings
         log('pull: configure failed (exit %d); the full output is in %s; slurmd stays stopped', rc, opts.log_file)
         report_failure(ctl, doc.get('id'), name, 'configure failed (exit %d): %s' % (
-            rc, failure_summary(opts.log_file) or 'see %s' % opts.log_file), log)
+            rc, summary or 'see %s' % opts.log_file), log)
         return 1, timings
+    if together:
+        log('pull: the active NCCL check passes')
     # A node that fails its checks never registers: slurmctld would give it a job first.
     status, failed = check_fn(log)
     lap('checks')
@@ -726,7 +781,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         log('pull: the health checks failed (%s); slurmd stays stopped', failed)
         report_failure(ctl, doc.get('id'), name, 'health checks failed: %s' % failed, log)
         return 1, timings
-    if settings.get('active_check'):
+    if settings.get('active_check') and not together:
         # The self-healing loop's new instances (and any on-demand node, where the cluster asks for
         # it) are checked actively too before slurmd starts: the short all_reduce of validate.yml.
         active_fn = active_fn or functools.partial(run_configure, label='active check')

@@ -10,6 +10,7 @@ import os
 import pathlib
 import shutil
 import tarfile
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -102,9 +103,10 @@ DOC = dict(id='ocid1.instance.oc1..x', freeformTags={'ocigpu-slurm-node': 'gpu-1
                                                      'ocigpu-pull-cert': 'ab' * 32})
 
 
-def baked_node(tmp_path, manifest_changes=None, bundle_changes=None, venv_core=CORE, manifest_text=None):
+def baked_node(tmp_path, manifest_changes=None, bundle_changes=None, venv_core=CORE, manifest_text=None, configure_run=None):
     """A pull on an image whose manifest is the one --bake writes for the bundle, with manifest_changes;
-    what it ran, told and logged."""
+    what it ran, told and logged. configure_run(argv, log_file, seen): the playbook run's output and
+    exit status (none and 0 by default)."""
     archive = make_bundle(tmp_path / 'served.tar.gz', **(bundle_changes or {}))
     baked_venv = tmp_path / 'baked-venv'
     (baked_venv / 'bin').mkdir(parents=True)
@@ -123,18 +125,27 @@ def baked_node(tmp_path, manifest_changes=None, bundle_changes=None, venv_core=C
                            manifest=str(tmp_path / 'baked.json'))
     os.makedirs(opts.prefix)
     ctl = FakeController(archive)
-    seen = SimpleNamespace(configure=[], venvs=[], started=[], ctl=ctl)
+    seen = SimpleNamespace(configure=[], venvs=[], started=[], ctl=ctl, order=[])
 
     def venv_fn(prefix, settings, log):
         seen.venvs.append(prefix)
         return '/venv'
 
-    def configure(argv, bundle, log, log_file):
+    def configure(argv, bundle, log, log_file, **kwargs):
         seen.configure.append(argv)
+        seen.order.append('playbook')
+        seen.kwargs = kwargs
+        if configure_run:
+            log('configure: %s', ' '.join(argv))
+            return configure_run(argv, log_file, kwargs.get('seen'))
+        return 0
+
+    def active(argv, bundle, log, log_file):
+        seen.order.append('active check')
         return 0
     seen.rc, seen.timings = ocigpu_pull.pull(opts, ocigpu_pull.Log(opts.log_file), fetch_imds=lambda url: DOC, controller_cls=ctl,
                                              venv_fn=venv_fn, configure_fn=configure, start_fn=lambda log: seen.started.append(1) or 0,
-                                             check_fn=lambda log: (0, ''))
+                                             check_fn=lambda log: seen.order.append('passive checks') or (0, ''), active_fn=active)
     seen.log = open(opts.log_file).read()
     seen.manifest = manifest
     return seen
@@ -189,6 +200,64 @@ def test_a_current_baked_image_runs_only_the_per_node_steps_with_the_baked_venv(
     assert ('pull: baked image current (bundle %s): only the per-node steps (--tags node_join) of the baked roles '
             'containerd_rootless, enroot, pyxis, rdma_exporter' % node.manifest['bundle_digest'][:12]) in node.log
     assert 'ansible: the baked %s in %s' % (CORE, tmp_path / 'baked-venv') in node.log
+
+
+ACTIVE = {'pull.json': FILES['pull.json'][:-1] + ', "active_check": {"playbook": "ocigpu.cluster.validate"}}'}
+
+
+def check_run(fail_in=None):
+    """A run of configure.yml then validate.yml as ansible-playbook prints it; failing in 'configure' or 'check'."""
+    def run(argv, log_file, seen):
+        lines = ['PLAY [Configure the cluster\'s hosts] ***', 'TASK [ocigpu.cluster.slurm : Enable slurmd] ***', 'ok: [gpu-1]']
+        if fail_in == 'configure':
+            lines += ['fatal: [gpu-1]: FAILED! => {"msg": "munge did not start"}']
+        lines += [ocigpu_pull.CHECK_PLAY_LINE + ' ***', 'TASK [Check that there are GPU nodes] ***', 'ok: [localhost]',
+                  'TASK [ocigpu.cluster.nccl_tests : Fail the nodes that fell short] ***']
+        if fail_in == 'check':
+            lines += ['fatal: [gpu-1]: FAILED! => {"msg": "gpu-1 failed the active NCCL check: busbw 120.5 GB/s"}']
+        with open(log_file, 'a') as f:
+            for line in lines:
+                if line.startswith(ocigpu_pull.CHECK_PLAY_LINE):
+                    time.sleep(0.2)  # the per-node steps' time
+                    if seen is not None:
+                        seen[ocigpu_pull.CHECK_PLAY_LINE] = time.time()
+                f.write(line + '\n')
+        time.sleep(0.3)  # the check's
+        return 2 if fail_in else 0
+    return run
+
+
+def test_on_a_current_baked_image_the_active_check_runs_in_the_configure_run_before_the_passive_checks(tmp_path):
+    node = baked_node(tmp_path, digests_of(tmp_path, **ACTIVE), bundle_changes=ACTIVE, configure_run=check_run())
+    assert node.rc == 0 and node.started == [1]
+    argv, = node.configure
+    # one ansible-playbook: configure.yml's per-node steps, then validate.yml's active check, the settings' skips
+    assert argv[1:3] == ['ocigpu.cluster.configure', 'ocigpu.cluster.validate']
+    assert selected(argv) == ['node_join', 'health'] and skipped(argv) == ['boot_wait', 'nvme_scratch']
+    assert 'nccl_tests_fail_on_gate=true' in argv and 'validate_health_strategy=linear' in argv
+    assert node.order == ['playbook', 'passive checks']
+    # the run's time split where the check's first play began
+    assert 0.3 <= node.timings['active_check'] < 1 and 0.2 <= node.timings['configure'] < 1
+    assert node.kwargs == dict(seen={ocigpu_pull.CHECK_PLAY_LINE: node.kwargs['seen'][ocigpu_pull.CHECK_PLAY_LINE]})
+    assert 'pull: the active NCCL check passes' in node.log
+    # Without the setting, the per-node steps alone; on the stock image, the check is its own run after the passive checks.
+    (tmp_path / 'plain').mkdir()
+    (tmp_path / 'stock').mkdir()
+    assert selected(baked_node(tmp_path / 'plain', {}).configure[0]) == ['node_join']
+    stock = baked_node(tmp_path / 'stock', None, bundle_changes=ACTIVE)
+    assert selected(stock.configure[0]) == [] and stock.order == ['playbook', 'passive checks', 'active check']
+
+
+@pytest.mark.parametrize('where', ['configure', 'check'])
+def test_a_failure_in_the_run_of_both_is_told_as_the_part_it_failed_in(tmp_path, where):
+    node = baked_node(tmp_path, digests_of(tmp_path, **ACTIVE), bundle_changes=ACTIVE, configure_run=check_run(fail_in=where))
+    assert node.rc == 1 and node.started == [] and node.order == ['playbook']
+    message = node.ctl.calls[-1][2]['message']
+    if where == 'check':
+        assert message == ('active NCCL check failed: ocigpu.cluster.nccl_tests : Fail the nodes that fell short: '
+                           'gpu-1 failed the active NCCL check: busbw 120.5 GB/s')
+    else:
+        assert message == 'configure failed (exit 2): ocigpu.cluster.slurm : Enable slurmd: munge did not start'
 
 
 def test_a_manifest_of_the_earlier_format_is_refused(tmp_path):
@@ -406,3 +475,25 @@ def test_the_command_line_bakes_and_prints_the_manifest_and_says_why_it_cannot(t
     assert '--digest %s: ' % (tmp_path / 'missing.tar.gz') in capsys.readouterr().err
     with pytest.raises(SystemExit):
         ocigpu_pull.main(['--digest', archive, '--bake', archive])
+
+
+def test_a_playbook_run_notes_when_each_line_it_watches_for_first_appears(tmp_path):
+    out = [b'PLAY [Configure the cluster\'s hosts] ***\n', (ocigpu_pull.CHECK_PLAY_LINE + ' ***\n').encode(),
+           b'fatal: [gpu-1]: FAILED! => {"msg": "x"}\n', (ocigpu_pull.CHECK_PLAY_LINE + ' ***\n').encode()]
+
+    class Proc(object):
+        def __init__(self, argv, **kwargs):
+            self.stdout = iter(out)
+
+        def wait(self):
+            return 2
+    seen = {ocigpu_pull.CHECK_PLAY_LINE: None, 'PLAY RECAP': None}
+    before = time.time()
+    rc = ocigpu_pull.run_configure(['ansible-playbook'], str(tmp_path), lambda *a: None, str(tmp_path / 'pull.log'),
+                                   run=Proc, seen=seen)
+    assert rc == 2 and before <= seen[ocigpu_pull.CHECK_PLAY_LINE] <= time.time() and seen['PLAY RECAP'] is None
+    assert open(str(tmp_path / 'pull.log')).read() == b''.join(out).decode()
+    # validate.yml's first play is the one the pull watches for
+    playbook = pathlib.Path(__file__).resolve().parents[3] / 'playbooks' / 'validate.yml'
+    first = [line for line in playbook.read_text().splitlines() if line.startswith('- name: ')][0]
+    assert ocigpu_pull.CHECK_PLAY_LINE == 'PLAY [%s]' % first[len('- name: '):]
