@@ -369,6 +369,7 @@ run_hostname() {  # run_hostname NODE TRIES WHAT: a job running hostname on NODE
 }
 node_reason() { on_ctl scontrol -o show node "$1" | grep -o 'Reason=.*' | cut -c8- | sed 's/ \[.*//' || true; }
 t_resume=''; restarted=''; down_seen=''
+declare -A node_registered=()
 for _ in $(seq 1500); do
   if [ -n "$late" ] && { [ "${#job_moved[@]}" -gt 0 ] || [ "$(echo "$(date +%s.%N) - $t_submit > 180" | bc)" -eq 1 ]; }; then
     submit_job "$njobs" "$late"
@@ -432,6 +433,10 @@ for _ in $(seq 1500); do
     # A slurmctld too busy to answer in time ("Socket timed out"): nothing is compared this round.
     if ! nodes=$(on_ctl sinfo -h -N -o '%N:%t' 2>/dev/null | tr '\n' ' '); then sleep 1; continue; fi
     [ "$nodes" = "${last_nodes:-}" ] || { mark "nodes: $nodes"; last_nodes=$nodes; }
+    # When each node is first seen registered (figure (b) per job; a look about every second or two).
+    for nr in $(tr ' ' '\n' <<< "$nodes" | grep -E ':(alloc|mix|idle|comp)$' | cut -d: -f1); do
+      [ -n "${node_registered[$nr]:-}" ] || node_registered[$nr]=$(date +%s.%N)
+    done
     # A DOWN node is recorded once, with the reason slurmctld gives at the time.
     for dn in $(tr ' ' '\n' <<< "$nodes" | grep ':down' | cut -d: -f1); do
       [[ " $down_seen " == *" $dn:"* ]] && continue
@@ -443,6 +448,7 @@ for _ in $(seq 1500); do
     for k in "${!job_ids[@]}"; do [ -n "${job_told[${job_ids[$k]}]:-}" ] || want=$((want + job_sizes[k])); done
     if [ -z "${t_registered:-}" ] && [ "$(tr ' ' '\n' <<< "$nodes" | grep -cE ':(alloc|mix|idle|comp)$')" -ge "$want" ]; then
       t_registered=$(date +%s.%N); mark "all $want on-demand nodes of the jobs that fit registered"
+      for nr in "${!node_registered[@]}"; do echo "$nr ${node_registered[$nr]}"; done > "$work/registered.txt"
       # What each node's pull recorded (roles/slurm_autoscaler/files/ocigpu_pull.py writes its timings).
       for c in $(podman ps --filter label=ocigpu-demo=1 --format '{{.Names}}' | grep -v bastion); do
         podman exec "$c" cat /var/lib/ocigpu-pull/pull.json > "$work/$c.pull.json" 2>/dev/null || rm -f "$work/$c.pull.json"
