@@ -267,7 +267,8 @@ if [ -n "$BAKE" ]; then
   [ -z "$leaks" ] || die "the baked image holds what it must not: $(tr '\n' ' ' <<< "$leaks")"
   machine_id=$(podman run --rm --entrypoint /bin/cat "$podman_image" /etc/machine-id 2>/dev/null || true)
   [ -z "$machine_id" ] || die "the baked image keeps the builder's machine-id ($machine_id)"
-  for want in /etc/ocigpu/baked.json /opt/ocigpu-pull/venv/bin/ansible-playbook /usr/bin/enroot; do
+  for want in /etc/ocigpu/baked.json /opt/ocigpu-pull/venv/bin/ansible-playbook /usr/bin/enroot \
+      /etc/systemd/system/munge.service.d/ocigpu-munge-key.conf /etc/systemd/system/slurmd.service.d/ocigpu-munge-key.conf; do
     grep -qx "$want" "$work/baked-image-files.txt" || die "the baked image lacks $want"
   done
   echo "   no SSH host key, munge key, MPI key, authorized_keys, machine-id, cloud-init or pull state, bundle or log in it"
@@ -542,6 +543,14 @@ if [ "${#problems[@]}" -gt 0 ]; then
   # What the stand-ins' hook could not do (an instance with no stand-in never registers).
   grep -hE 'STAND-IN FAILED|start attempt' "$work/standins.log" | tail -3 | sed 's/^/   stand-ins: /' || true
   die "$(printf '%s; ' "${problems[@]}")see $work/"
+fi
+if [ -n "$BAKE" ]; then
+  # Each node from the baked image: munge and slurmd skipped at its boot (no munge key before the join), not failed.
+  from_image=$(grep -c ': from image ' "$work/standins.log" || true)
+  skipped=$(grep -c ': before its join: munge inactive (condition no) slurmd inactive (condition no)$' "$work/standins.log" || true)
+  [ "$from_image" -gt 0 ] && [ "$skipped" -eq "$from_image" ] \
+    || die "munge and slurmd at the boot of the nodes from the baked image: $(grep ': before its join: ' "$work/standins.log" | sort | uniq -c | head -3)"
+  mark "munge and slurmd, enabled in the image, skipped at the boot of its $from_image node(s) until their join wrote the munge key"
 fi
 mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was told why and ran when hosts came back}${SOURCES:+; one moved to the next source; the one no source could hold was told why and ran when hosts came back}; no node was DOWN"
 # The later steps need no shortage: every AD's hosts without limit again (the reservation stays).

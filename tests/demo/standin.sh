@@ -76,6 +76,11 @@ case "$OCISIM_EVENT" in
             systemctl reset-failed "$unit"; systemctl restart "$unit"
           fi
         done; true'
+      # The image has munge and slurmd enabled, on the condition of the munge key that the join writes.
+      at_boot=$(podman exec "$name" sh -c 'for u in munge slurmd; do
+        printf "%s %s (condition %s) " "$u" "$(systemctl is-active $u.service)" "$(systemctl show -p ConditionResult --value $u.service)"
+        done')
+      echo "$(date +%T) $OCISIM_DISPLAY_NAME: before its join: ${at_boot% }"
     fi
     keys=$(jq -r '.metadata.ssh_authorized_keys // ""' <<<"$OCISIM_INSTANCE_JSON")
     podman exec -i -e U="$user" -e IP="$OCISIM_PRIVATE_IP" "$name" sh -euc '
