@@ -24,6 +24,7 @@ SERVICE_DEFAULTS = dict(
     retry_backoff=[60, 120, 300, 600],  # seconds before a requeued job may start again, by attempt
     scontrol_retry_seconds=300,  # how long an scontrol that cannot reach slurmctld is tried again
     reconfigure_delay=5,         # seconds one scontrol reconfigure waits for the other placements of a burst
+    reconfigure_hold=60,         # seconds at most a reconfigure for placements waits for resumed nodes still booting
     squeue='squeue',
 )
 DEFAULTS = dict(

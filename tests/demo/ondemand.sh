@@ -450,6 +450,8 @@ for _ in $(seq 1500); do
     if [ -z "${t_registered:-}" ] && [ "$(tr ' ' '\n' <<< "$nodes" | grep -cE ':(alloc|mix|idle|comp)$')" -ge "$want" ]; then
       t_registered=$(date +%s.%N); mark "all $want on-demand nodes of the jobs that fit registered"
       for nr in "${!node_registered[@]}"; do echo "$nr ${node_registered[$nr]}"; done > "$work/registered.txt"
+      # slurmctld's own times (a look of this loop can take seconds when slurmctld is busy)
+      on_ctl grep -h ' now responding$' /var/log/slurm/slurmctld.log > "$work/slurmctld-responding.txt" 2>/dev/null || true
       # What each node's pull recorded (roles/slurm_autoscaler/files/ocigpu_pull.py writes its timings).
       for c in $(podman ps --filter label=ocigpu-demo=1 --format '{{.Names}}' | grep -v bastion); do
         podman exec "$c" cat /var/lib/ocigpu-pull/pull.json > "$work/$c.pull.json" 2>/dev/null || rm -f "$work/$c.pull.json"

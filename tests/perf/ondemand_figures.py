@@ -4,8 +4,10 @@
     python3 tests/perf/ondemand_figures.py WORK T_SUBMIT T_RESUME T_REGISTERED T_DONE
 
 WORK holds autoscaler.log (the controller's), <stand-in>.pull.json (each node's pull timings),
-<stand-in>.started (when its container started: the instance's boot) and registered.txt (each node's
-name and when the rehearsal first saw it registered). Times are epoch seconds.
+<stand-in>.started (when its container started: the instance's boot), registered.txt (each node's
+name and when the rehearsal first saw it registered) and slurmctld-responding.txt (slurmctld's log lines
+"Node gpu-N now responding": the registration's own time, taken where it is earlier). Times are epoch
+seconds.
 Prints the figures and writes WORK/figures.json.
 
 The overhead beyond provisioning is each job's: from the resume call to its nodes' registration, less the
@@ -99,6 +101,16 @@ def main(work, t_submit, t_resume, t_registered, t_done):
         for line in open(path).read().splitlines():
             name, _sep, when = line.partition(' ')
             registered[name] = float(when)
+    path = os.path.join(work, 'slurmctld-responding.txt')
+    if os.path.exists(path):
+        for line in open(path).read().splitlines():
+            m = re.match(r'^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?\] Node (\S+) now responding$', line)
+            if not m:
+                continue
+            stamp = datetime.datetime.strptime(m.group(1), '%Y-%m-%dT%H:%M:%S').replace(
+                tzinfo=datetime.timezone.utc).timestamp() + float(m.group(2) or 0)
+            if stamp >= called and stamp < registered.get(m.group(3), float('inf')):
+                registered[m.group(3)] = stamp
     groups = job_overheads(lines, called, registered)
     fig['jobs'] = dict((g, dict(provisioning=p, overhead=o)) for g, (p, o) in groups.items())
     fig['overhead_first_network_only'] = (fig['b_resume_to_registered'] - fig['simulator_provisioning']

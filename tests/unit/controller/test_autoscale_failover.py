@@ -222,7 +222,7 @@ def test_a_job_is_never_resumed_twice_at_once(config):  # pylint: disable=redefi
     whose failure then touches neither the job (no attempt counted, no comment) nor its old nodes."""
     SlowFirstResume.at_work[:], SlowFirstResume.overlaps[:] = [], []
     fake = FakeSlurm(config['node_names'])
-    conf = dict(config, scontrol_retry_seconds=5, reconfigure_delay=0.2)
+    conf = dict(config, scontrol_retry_seconds=5, reconfigure_delay=0.2, reconfigure_hold=0)
     setup_logging(conf['log_file'])
     svc = service.Service(conf, SlowFirstResume, service.Slurm(conf, run=fake.run, read=fake.read, sleep=lambda s: None))
     fake.allocate(7, ['gpu-1'])

@@ -21,7 +21,8 @@ from tests.unit.controller.test_autoscale_faults import (
 
 
 def make(config, fake, **changes):  # pylint: disable=redefined-outer-name
-    conf = dict(config, **dict(dict(scontrol_retry_seconds=5, reconfigure_delay=0.2), **changes))
+    # No hold for booting nodes unless a test asks: FakeSlurm's nodes power up until a test registers them.
+    conf = dict(config, **dict(dict(scontrol_retry_seconds=5, reconfigure_delay=0.2, reconfigure_hold=0), **changes))
     setup_logging(conf['log_file'])
     slurm = service.Slurm(conf, run=fake.run, read=fake.read, sleep=lambda s: None)
     return conf, service.Service(conf, _autoscale.Autoscaler, slurm)
@@ -426,6 +427,43 @@ def test_the_groups_of_one_resume_placed_within_seconds_share_one_reconfigure(si
     run_all(svc)
     assert fake.reconfigured == 2
     logged(conf, 'topology: slurmctld reconfigured for gpu-5 for job 4')
+
+
+def test_a_reconfigure_for_placements_waits_for_the_resumed_nodes_to_register(sim, tmp_path, config):
+    # A reconfigure restarts slurmctld: a configless slurmd that starts meanwhile registers at its next try.
+    names = _hostlist.expand_hostlist(config['nodes'])
+    topo = _topology(tmp_path, names)
+    fake = FakeSlurm(config['node_names'])
+    conf, svc = make(config, fake, topology=topo, reconfigure_hold=30)
+    fake.allocate(1, ['gpu-1', 'gpu-2'])
+    service.submit(conf, 'resume', 'gpu-[1-2]', [dict(job_id=1, nodes='gpu-[1-2]')])
+    svc.pick_up()
+    for thread in list(svc.threads):  # the resume's, not the reconfigure's
+        thread.join(60)
+    time.sleep(1)  # reconfigure_delay, and more
+    assert sorted(json.load(open(topo['places']))) == ['gpu-1', 'gpu-2']  # topology.conf written already
+    assert fake.reconfigured == 0  # gpu-[1-2] still power up
+    logged(conf, 'topology: the reconfigure waits for gpu-[1-2] to register (at most 30s)')
+    fake.register(['gpu-1'])
+    time.sleep(2.5)
+    assert fake.reconfigured == 0
+    fake.register(['gpu-2'])
+    deadline = time.time() + 10
+    while fake.reconfigured == 0 and time.time() < deadline:
+        time.sleep(0.2)
+    assert fake.reconfigured == 1
+    svc.wait(10)
+
+    # Nodes that never register hold it reconfigure_hold seconds at most.
+    conf, svc = make(config, fake, topology=topo, reconfigure_hold=1.5)
+    fake.allocate(2, ['gpu-3'])
+    started = time.time()
+    service.submit(conf, 'resume', 'gpu-3', [dict(job_id=2, nodes='gpu-3')])
+    run_all(svc)
+    svc.wait(30)
+    assert fake.reconfigured == 2 and time.time() - started < 20
+    with svc.lock:
+        assert svc.reconfigure_thread is None
 
 
 def test_without_the_slurm_roles_inputs_topology_is_left_alone(sim, tmp_path, config):
