@@ -78,7 +78,9 @@ case "$OCISIM_EVENT" in
         done; true'
       # The image has munge and slurmd enabled, on the condition of the munge key that the join writes.
       at_boot=$(podman exec "$name" sh -c 'for u in munge slurmd; do
-        printf "%s %s (condition %s) " "$u" "$(systemctl is-active $u.service)" "$(systemctl show -p ConditionResult --value $u.service)"
+        printf "%s %s %s (condition %s%s) " "$u" "$(systemctl is-enabled $u.service 2>/dev/null | head -1)" \
+          "$(systemctl is-active $u.service)" "$(systemctl show -p ConditionResult --value $u.service)" \
+          "$([ -n "$(systemctl show -p ConditionTimestamp --value $u.service)" ] && echo " at boot")"
         done')
       echo "$(date +%T) $OCISIM_DISPLAY_NAME: before its join: ${at_boot% }"
     fi
