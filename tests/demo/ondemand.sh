@@ -39,7 +39,8 @@
 #   6. teardown finds nothing billable
 # It prints a timeline with the benchmark figures (a) job -> resume called and (b) resume ->
 # registered, split into the simulator's provisioning, boot -> pull start, the pull's configure
-# and slurmd's registration. Reproduce: make demo-ondemand (logs in .build/demo-ondemand/).
+# and slurmd's registration, and each job's overhead beyond its cluster networks' provisioning.
+# Reproduce: make demo-ondemand (logs in .build/demo-ondemand/).
 set -euo pipefail
 . "$(dirname "$0")/../infra/lib.sh"
 cd "$OCIGPU_ROOT"
