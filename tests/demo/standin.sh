@@ -76,13 +76,6 @@ case "$OCISIM_EVENT" in
             systemctl reset-failed "$unit"; systemctl restart "$unit"
           fi
         done; true'
-      # The image has munge and slurmd enabled, on the condition of the munge key that the join writes.
-      at_boot=$(podman exec "$name" sh -c 'for u in munge slurmd; do
-        printf "%s %s %s (condition %s%s) " "$u" "$(systemctl is-enabled $u.service 2>/dev/null | head -1)" \
-          "$(systemctl is-active $u.service)" "$(systemctl show -p ConditionResult --value $u.service)" \
-          "$([ -n "$(systemctl show -p ConditionTimestamp --value $u.service)" ] && echo " at boot")"
-        done')
-      echo "$(date +%T) $OCISIM_DISPLAY_NAME: before its join: ${at_boot% }"
     fi
     keys=$(jq -r '.metadata.ssh_authorized_keys // ""' <<<"$OCISIM_INSTANCE_JSON")
     podman exec -i -e U="$user" -e IP="$OCISIM_PRIVATE_IP" "$name" sh -euc '
@@ -124,6 +117,17 @@ pkill -KILL -x slurmd
 exec /usr/bin/unshare --time --boottime "-$(cut -d. -f1 /proc/uptime)" --fork --kill-child=SIGTERM /usr/sbin/slurmd "$@"
 WRAPPER
       podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null 2>&1 || true
+      if [ -n "$baked" ]; then
+        # The image has munge and slurmd enabled, on the condition of the munge key that the join writes.
+        at_boot=$(podman exec "$name" sh -c 'for i in $(seq 60); do  # the boot done: every unit looked at
+            case $(systemctl is-system-running 2>/dev/null) in running|degraded) break ;; esac; sleep 0.5; done
+          for u in munge slurmd; do
+          printf "%s %s %s (condition %s%s) " "$u" "$(systemctl is-enabled $u.service 2>/dev/null | head -1)" \
+            "$(systemctl is-active $u.service)" "$(systemctl show -p ConditionResult --value $u.service)" \
+            "$([ -n "$(systemctl show -p ConditionTimestamp --value $u.service)" ] && echo " at boot")"
+          done')
+        echo "$(date +%T) $OCISIM_DISPLAY_NAME: before its join: ${at_boot% }"
+      fi
       base64 -d <<<"$user_data" | podman exec -i "$name" bash -s
       echo "$(date +%T) $OCISIM_DISPLAY_NAME: ran its user_data (cloud-init's part)"
     fi ;;
