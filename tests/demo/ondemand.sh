@@ -548,13 +548,21 @@ if [ "${#problems[@]}" -gt 0 ]; then
   die "$(printf '%s; ' "${problems[@]}")see $work/"
 fi
 if [ -n "$BAKE" ]; then
-  # Each node from the baked image: munge and slurmd skipped at its boot (no munge key before the join), not failed.
+  # Each node from the baked image: munge and slurmd skipped at its boot (no munge key before the join), not
+  # failed; firewalld started at its boot, on the zones its join then finds unchanged (the builder's subnet).
   from_image=$(grep -c ': from image ' "$work/standins.log" || true)
-  skipped=$(grep -c ': before its join: munge enabled inactive (condition no at boot) slurmd enabled inactive (condition no at boot)$' "$work/standins.log" || true)
+  skipped=$(grep -c ': before its join: munge enabled inactive (condition no at boot) slurmd enabled inactive (condition no at boot) firewalld enabled active (condition yes at boot)$' "$work/standins.log" || true)
   if [ "$from_image" -eq 0 ] || [ "$skipped" -ne "$from_image" ]; then
-    die "munge and slurmd at the boot of the nodes from the baked image: $(grep ': before its join: ' "$work/standins.log" | sort | uniq -c | head -3)"
+    die "munge, slurmd and firewalld at the boot of the nodes from the baked image: $(grep ': before its join: ' "$work/standins.log" | sort | uniq -c | head -3)"
   fi
-  mark "munge and slurmd, enabled in the image, skipped at the boot of its $from_image node(s) until their join wrote the munge key"
+  zones_kept=0
+  for f in "$work"/*.pull.log; do
+    task=$(grep -A3 "^TASK \[ocigpu.cluster.firewall : Trust the cluster's networks" "$f" || true)
+    [[ "$task" != *$'\nok: '* ]] || zones_kept=$((zones_kept + 1))
+  done
+  [ "$zones_kept" -eq "$(find "$work" -maxdepth 1 -name '*.pull.log' | wc -l)" ] \
+    || die "the firewall's zones changed at $(( $(find "$work" -maxdepth 1 -name '*.pull.log' | wc -l) - zones_kept )) join(s) from the baked image (the bake wrote the builder's)"
+  mark "munge and slurmd, enabled in the image, skipped at the boot of its $from_image node(s) until their join wrote the munge key; firewalld up at their boot, its zones unchanged at the $zones_kept join(s) logged"
 fi
 mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was told why and ran when hosts came back}${SOURCES:+; one moved to the next source; the one no source could hold was told why and ran when hosts came back}; no node was DOWN"
 # The later steps need no shortage: every AD's hosts without limit again (the reservation stays).

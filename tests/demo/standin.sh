@@ -118,10 +118,11 @@ exec /usr/bin/unshare --time --boottime "-$(cut -d. -f1 /proc/uptime)" --fork --
 WRAPPER
       podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null 2>&1 || true
       if [ -n "$baked" ]; then
-        # The image has munge and slurmd enabled, on the condition of the munge key that the join writes.
+        # The image has munge and slurmd enabled, on the condition of the munge key that the join writes,
+        # and firewalld enabled on the builder's zones.
         at_boot=$(podman exec "$name" sh -c 'for i in $(seq 60); do  # the boot done: every unit looked at
             case $(systemctl is-system-running 2>/dev/null) in running|degraded) break ;; esac; sleep 0.5; done
-          for u in munge slurmd; do
+          for u in munge slurmd firewalld; do
           printf "%s %s %s (condition %s%s) " "$u" "$(systemctl is-enabled $u.service 2>/dev/null | head -1)" \
             "$(systemctl is-active $u.service)" "$(systemctl show -p ConditionResult --value $u.service)" \
             "$([ -n "$(systemctl show -p ConditionTimestamp --value $u.service)" ] && echo " at boot")"

@@ -85,7 +85,8 @@ def main(work, t_submit, t_resume, t_registered, t_done):
         started = container_start(os.path.join(work, name + '.started'))
         nodes.append(dict(standin=name, name=pull.get('name'), boot_to_pull=pull['started'] - started,
                           end=pull['started'] + pull.get('total', 0), **{k: pull.get(k) for k in (
-                              'wait_tags', 'fetch_bundle', 'join', 'ansible', 'configure', 'total', 'rc', 'baked')}))
+                              'wait_tags', 'fetch_bundle', 'join', 'ansible', 'configure', 'configure_cpu', 'total', 'rc',
+                              'baked')}))
     fig = dict(
         a_submit_to_resume=called - t_submit,
         b_resume_to_registered=t_registered - called,
@@ -145,10 +146,16 @@ def main(work, t_submit, t_resume, t_registered, t_done):
             print('   overhead beyond provisioning %s; goal on the stock image: the pull configure + 30 s = %s  %s' % (
                 s(overhead).strip(), s(goal).strip(), 'met' if overhead <= goal else 'NOT met'))
     for n in nodes:
-        print('   %s (%s, %s image): tags %.1f s, bundle %.1f s, join %.1f s, ansible-core %.1f s, roles %.1f s, '
-              'total %.1f s' % (n['name'], n['standin'], 'baked' if n.get('baked') else 'stock', n['wait_tags'] or 0,
-                                n['fetch_bundle'] or 0, n['join'] or 0, n['ansible'] or 0, n['configure'] or 0,
-                                n['total'] or 0))
+        print('   %s (%s, %s image): tags %.1f s, bundle %.1f s, join %.1f s, ansible-core %.1f s, roles %.1f s '
+              '(%s of processor time), total %.1f s' % (
+                  n['name'], n['standin'], 'baked' if n.get('baked') else 'stock', n['wait_tags'] or 0,
+                  n['fetch_bundle'] or 0, n['join'] or 0, n['ansible'] or 0, n['configure'] or 0,
+                  '%.1f s' % n['configure_cpu'] if n.get('configure_cpu') is not None else '?', n['total'] or 0))
+    cpu = [n['configure_cpu'] for n in nodes if n.get('configure_cpu') is not None]
+    if len(cpu) > 1:
+        # Nodes that pull at once here share this machine's processors; on OCI each has its own.
+        print('   the roles of the %d nodes: %.1f s of processor time together, %.1f s on this machine\'s %d processors '
+              'at best' % (len(cpu), sum(cpu), sum(cpu) / len(os.sched_getaffinity(0)), len(os.sched_getaffinity(0))))
     print('   job submitted -> job done %s' % s(fig['job_done']))
 
 

@@ -52,6 +52,7 @@ import glob
 import hashlib
 import json
 import os
+import resource
 import shutil
 import socket
 import ssl
@@ -655,6 +656,12 @@ def start_slurmd(log, run=subprocess.run):
     return proc.returncode
 
 
+def children_cpu():
+    """User and system seconds of this process's children that ended and were waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn=make_venv, configure_fn=run_configure,
          start_fn=start_slurmd, check_fn=run_health_checks, active_fn=None, cloud_init_fn=wait_for_cloud_init):
     timings = dict(uptime_at_start=uptime(), started=time.time())
@@ -745,6 +752,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         # On a current baked image the active check runs in the same ansible-playbook, after the per-node
         # steps (configure_command); the passive checks then come after it.
         together = state == 'skip' and bool(settings.get('active_check'))
+        cpu = children_cpu()
         argv = configure_command(venv, bundle, name, settings, extra, join_only=state == 'skip',
                                  check_strategy=timings['strategy'] if together else None)
         if together:
@@ -757,6 +765,9 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         else:
             rc = configure_fn(argv, bundle, log, opts.log_file)
             lap('configure')
+        # The processor time of the run and all it waited for (Ansible, its modules; not the daemons it
+        # started): what nodes that share processors (the test stand-ins) take from each other.
+        timings['configure_cpu'] = round(children_cpu() - cpu, 2)
     finally:
         os.remove(secrets)
     extra.remove(secrets)

@@ -9,6 +9,8 @@ import json
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
 import tarfile
 import time
 from types import SimpleNamespace
@@ -497,3 +499,16 @@ def test_a_playbook_run_notes_when_each_line_it_watches_for_first_appears(tmp_pa
     playbook = pathlib.Path(__file__).resolve().parents[3] / 'playbooks' / 'validate.yml'
     first = [line for line in playbook.read_text().splitlines() if line.startswith('- name: ')][0]
     assert ocigpu_pull.CHECK_PLAY_LINE == 'PLAY [%s]' % first[len('- name: '):]
+
+
+def test_the_pull_records_the_processor_time_of_its_configure_run(tmp_path):
+    # The run's children (ansible-playbook, its modules) busy for 0.3 s of processor time, then 0.4 s idle:
+    # the record is the processor time, which nodes that share processors take from each other.
+    def run(argv, log_file, seen):
+        subprocess.check_call([sys.executable, '-c', 'import time\nt = time.process_time()\n'
+                               'while time.process_time() - t < 0.3:\n    pass'])
+        time.sleep(0.4)
+        return 0
+    node = baked_node(tmp_path, digests_of(tmp_path), configure_run=run)
+    assert node.rc == 0
+    assert 0.25 <= node.timings['configure_cpu'] < 0.6 <= node.timings['configure']
