@@ -118,7 +118,6 @@ def main(work, t_submit, t_resume, t_registered, t_done):
                                           if fig['simulator_provisioning'] is not None else None)
     fig['overhead_beyond_provisioning'] = (max(o for _p, o in groups.values()) if groups
                                            else fig['overhead_first_network_only'])
-    json.dump(fig, open(os.path.join(work, 'figures.json'), 'w'), indent=1, sort_keys=True)
 
     def s(v):
         return '%6.1f s' % v if v is not None else '     ?'
@@ -137,8 +136,22 @@ def main(work, t_submit, t_resume, t_registered, t_done):
     if overhead is not None and nodes:
         if all(n.get('baked') for n in nodes):
             # On the baked image (docs/baking.md): the goals of a node that only finishes the job at its pull.
-            print('   on the baked image: the pull after its tags %s (goal: at most 15 s)  %s' % (
-                s(fig['pull_after_tags']).strip(), 'met' if fig['pull_after_tags'] <= 15 else 'NOT met'))
+            print('   on the baked image: the pull after its tags, %d nodes at once on this machine\'s %d processors %s '
+                  '(goal: at most 15 s)  %s' % (len(nodes), len(os.sched_getaffinity(0)), s(fig['pull_after_tags']).strip(),
+                                                'met' if fig['pull_after_tags'] <= 15 else 'NOT met'))
+            # The pulls of the later steps, each while no other node pulls (the self-healing loop's new
+            # instances): what a node on OCI, with processors of its own, takes.
+            alone = []
+            for later in ('heal-instance.json', 'static-instance.json'):
+                path = os.path.join(work, later)
+                if os.path.exists(path) and os.path.getsize(path):
+                    pull = json.load(open(path))
+                    if pull.get('baked') and pull.get('rc', 0) == 0 and 'total' in pull:
+                        alone.append(pull['total'] - pull.get('wait_tags', 0))
+            fig['pull_after_tags_alone'] = alone
+            if alone:
+                print('   on the baked image: the pull after its tags, a node alone %s (goal: at most 15 s)  %s' % (
+                    ', '.join(s(a).strip() for a in alone), 'met' if max(alone) <= 15 else 'NOT met'))
             print('   overhead beyond provisioning %s (goal on the baked image: at most 30 s)  %s' % (
                 s(overhead).strip(), 'met' if overhead <= 30 else 'NOT met'))
         else:
@@ -154,9 +167,10 @@ def main(work, t_submit, t_resume, t_registered, t_done):
     cpu = [n['configure_cpu'] for n in nodes if n.get('configure_cpu') is not None]
     if len(cpu) > 1:
         # Nodes that pull at once here share this machine's processors; on OCI each has its own.
-        print('   the roles of the %d nodes: %.1f s of processor time together, %.1f s on this machine\'s %d processors '
-              'at best' % (len(cpu), sum(cpu), sum(cpu) / len(os.sched_getaffinity(0)), len(os.sched_getaffinity(0))))
+        print('   the roles of the %d nodes: %.1f s of processor time together, at least %.1f s on this machine\'s %d '
+              'processors' % (len(cpu), sum(cpu), sum(cpu) / len(os.sched_getaffinity(0)), len(os.sched_getaffinity(0))))
     print('   job submitted -> job done %s' % s(fig['job_done']))
+    json.dump(fig, open(os.path.join(work, 'figures.json'), 'w'), indent=1, sort_keys=True)
 
 
 if __name__ == '__main__':

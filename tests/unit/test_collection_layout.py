@@ -138,7 +138,7 @@ def test_every_role_of_configure_is_included_from_data_and_declares_what_it_mana
         main = _load(roles_dir / name / "tasks" / "main.yml")
         untagged = [t.get("name") for t in main if name not in (t.get("tags") or [])]
         assert not untagged, f"roles/{name}/tasks/main.yml: tasks without the tag {name}: {untagged}"
-    firewall = (roles_dir / "firewall" / "tasks" / "enabled.yml").read_text()
+    firewall = (roles_dir / "firewall" / "tasks" / "zones.yml").read_text()
     assert "'^__.+_manages$'" in firewall and "_firewall_ports$" not in firewall, \
         "the firewall opens the ports of the declarations, not of variables found by their names"
     checks = [task for task in play["pre_tasks"] if "ansible.builtin.validate_argument_spec" in task]

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """firewall: the ports roles declare are open to their sources only (Slurm's and the pull server's
 to the VCN, the exporter's to the VCN and the admin networks), as rich rules of the public zone;
-the role's own expression (tasks/enabled.yml) rendered over the roles' real declarations."""
+the role's own expression (tasks/zones.yml) rendered over the roles' real declarations."""
 from __future__ import annotations
 
 import pathlib
@@ -29,12 +29,12 @@ def rule(port, source=VCN, family='ipv4'):
 
 
 def _set_fact(name):
-    tasks = yaml.safe_load((ROLE / 'tasks' / 'enabled.yml').read_text())
+    tasks = yaml.safe_load((ROLE / 'tasks' / 'zones.yml').read_text())
     for task in tasks:
         facts = task.get('ansible.builtin.set_fact') or {}
         if name in facts:
             return facts[name]
-    raise AssertionError('tasks/enabled.yml sets no %s' % name)
+    raise AssertionError('tasks/zones.yml sets no %s' % name)
 
 
 def _render(expression, **variables):
@@ -86,7 +86,7 @@ def test_without_the_vcn_the_ports_stay_open_to_all_and_the_role_says_so():
     assert openings['ports'][0] == '9100/tcp' and '6817/tcp' in openings['ports'] and '9879/tcp' in openings['ports']
     assert '9100/tcp' not in openings['unlimited'] and '8740/tcp' in openings['unlimited']
     assert any(t.get('name', '').startswith('Say which ports are open to every source')
-               for t in yaml.safe_load((ROLE / 'tasks' / 'enabled.yml').read_text()))
+               for t in yaml.safe_load((ROLE / 'tasks' / 'zones.yml').read_text()))
 
 
 def test_collect_role_ports_off_opens_the_extra_ports_alone():
@@ -96,7 +96,7 @@ def test_collect_role_ports_off_opens_the_extra_ports_alone():
 
 
 def test_the_public_zone_is_declared_with_the_rules():
-    tasks = yaml.safe_load((ROLE / 'tasks' / 'enabled.yml').read_text())
+    tasks = yaml.safe_load((ROLE / 'tasks' / 'apply.yml').read_text())
     zones = [t['ocigpu.cluster.firewalld_zones'] for t in tasks if 'ocigpu.cluster.firewalld_zones' in t][0]['zones']
     public = [z for z in zones if z['name'] == 'public'][0]
     assert public['rich_rules'] == '{{ __firewall_openings.rich_rules }}' and public['ports'] == '{{ __firewall_ports }}'
