@@ -889,6 +889,9 @@ def bake(opts, log, venv_fn=make_venv, configure_fn=run_configure, run=subproces
     result = os.path.join(opts.state_dir, 'bake.json')
     # configure.yml's steps less the per-node ones (the tasks tagged JOIN_TAG), and those the settings skip.
     options = ['-e', 'ocigpu_bake_result_file=' + result, '-e', 'ocigpu_baking=true'] + skip_tags_option(settings, JOIN_TAG)
+    if settings.get('active_check'):
+        # The nodes check themselves with nccl-tests at their join: it is built into the image.
+        options += ['-e', 'ocigpu_bake_active_check=true']
     argv = playbook_command(venv, bundle, BAKE_PLAYBOOK, options, [os.path.join(bundle, 'node-vars.yml'), local])
     rc = configure_fn(argv, bundle, log, opts.log_file)
     if rc != 0:

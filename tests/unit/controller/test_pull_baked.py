@@ -16,7 +16,9 @@ import time
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
+ROOT = str(pathlib.Path(__file__).resolve().parents[3])
 _PROGRAM = pathlib.Path(__file__).resolve().parents[3] / 'roles' / 'slurm_autoscaler' / 'files' / 'ocigpu_pull.py'
 _spec = importlib.util.spec_from_file_location('ocigpu_pull_baked', str(_PROGRAM))
 ocigpu_pull = importlib.util.module_from_spec(_spec)
@@ -424,6 +426,34 @@ def test_bake_runs_the_bake_playbook_writes_the_manifest_then_cleans(tmp_path):
             'etc/ocigpu/baked.json', 'root/.ansible/tmp/ansible-tmp-1/AnsiballZ_command.py', 'tmp/ansible_command_payload_1']
     assert [rel for rel in kept if not (root / rel).exists()] == []
     assert commands == []  # the journal is the real machine's: vacuumed only when the root is /
+
+
+def test_with_the_active_check_on_the_bake_builds_nccl_tests_into_the_image(tmp_path):
+    # The bundle's settings ask the nodes for the active check: the bake playbook is told to build its
+    # nccl-tests (bake_node.yml's play), so that no node compiles it at its join.
+    runs = []
+
+    def configure(argv, bundle, log, log_file):
+        runs.append(argv)
+        with open(argv[argv.index('-e') + 1].split('=', 1)[1], 'w') as f:
+            json.dump(dict(roles=['slurm']), f)
+        return 0
+    for name, changes in (('plain', {}), ('active', ACTIVE)):
+        (tmp_path / name).mkdir()
+        opts = bake_opts(tmp_path / name, make_bundle(tmp_path / name / 'served.tar.gz', **changes))
+        rc, manifest = ocigpu_pull.bake(opts, ocigpu_pull.Log(opts.log_file), venv_fn=lambda *a: '/venv',
+                                        configure_fn=configure, run=lambda argv, **kw: None)
+        assert rc == 0 and manifest
+    plain, active = runs
+    assert 'ocigpu_bake_active_check=true' not in plain
+    assert active[active.index('ocigpu_bake_active_check=true') - 1] == '-e'
+    # the playbook's play that reads it builds through the role's bake tasks, and only without a program of the node's
+    plays = yaml.safe_load(open(os.path.join(ROOT, 'playbooks', 'bake_node.yml')))
+    build, = [p for p in plays if p.get('name') == "Build the active check's nccl-tests into the image"]
+    task, = build['tasks']
+    assert task['ansible.builtin.include_role'] == dict(name='ocigpu.cluster.nccl_tests', tasks_from='bake')
+    assert task['when'] == ['ocigpu_bake_active_check | default(false) | bool', "not (nccl_tests_active_binary | default(''))"]
+    assert [p['name'] for p in plays].index(build['name']) < [p['name'] for p in plays].index("Leave the image for the nodes' own steps")
 
 
 def test_a_failed_bake_writes_no_manifest_and_cleans_nothing(tmp_path):
