@@ -126,9 +126,10 @@ def test_what_the_collection_passes_as_extra_vars_is_accepted():
 
 
 def test_every_extra_var_the_docs_and_scripts_pass_is_known():
-    """`-e name=...` in the docs, the demos and the tests names a known key."""
+    """`-e name=...` in the docs, the demos and the tests, and in the programs of the roles (the pull and the bake
+    on a node, whose extra vars configure.yml checks too), names a known key."""
     sources = [ROOT / 'README.md', *(ROOT / 'docs').rglob('*.md'), *(ROOT / 'tests').rglob('*.sh'),
-               *(ROOT / 'tests').rglob('*.py'), *(ROOT / 'playbooks').glob('*.yml')]
+               *(ROOT / 'tests').rglob('*.py'), *(ROOT / 'playbooks').glob('*.yml'), *(ROOT / 'roles').rglob('*.py')]
     unknown = set()
     for path in sources:
         if path.name == pathlib.Path(__file__).name or 'test_docs_snippets' in path.name:

@@ -555,15 +555,10 @@ def run_configure(argv, bundle, log, log_file, run=subprocess.Popen, label='conf
             out.close()
 
 
-def failure_summary(log_file, limit=300):
-    """The last failed task of the last configure run in log_file, in one line: what the node tells the
-    controller when its pull fails."""
-    return last_failure(log_file, limit)[0]
-
-
 def last_failure(log_file, limit=300):
-    """(failure_summary's line, whether that task ran in the active check): in a run of configure.yml and
-    then the check's playbook, a failure after the check's first play (CHECK_PLAY_LINE) is the check's."""
+    """(the last failed task of the last run in log_file, in one line: what the node tells the controller when
+    its pull fails; whether that task ran in the active check): in a run of configure.yml and then the check's
+    playbook, a failure after the check's first play (CHECK_PLAY_LINE) is the check's."""
     try:
         with open(log_file, 'rb') as f:
             f.seek(0, os.SEEK_END)
@@ -807,7 +802,7 @@ def pull(opts, log, fetch_imds=imds_instance, controller_cls=Controller, venv_fn
         if rc != 0:
             log('pull: the active NCCL check failed (exit %d); slurmd stays stopped', rc)
             report_failure(ctl, doc.get('id'), name, 'active NCCL check failed: %s' % (
-                failure_summary(opts.log_file) or 'exit %d, see %s' % (rc, opts.log_file)), log)
+                last_failure(opts.log_file)[0] or 'exit %d, see %s' % (rc, opts.log_file)), log)
             return 1, timings
         log('pull: the active NCCL check passes')
     if start_fn(log) != 0:
