@@ -483,16 +483,10 @@ def active_check_command(venv, bundle, settings, extra_files, strategy='linear')
                             ['--tags', CHECK_TAG] + _check_options(strategy), extra_files)
 
 
-def write_inventory(bundle, name, python='/usr/bin/python3', root=None):
-    """The run's inventory: this machine under its Slurm name, connection local. The pull runs as root: there
-    is nobody to become (root=None: whether this process is root), and the inventory's ansible_become=false
-    overrides the plays' become. Mitogen's strategy otherwise starts a second Python through sudo and passes
-    every task through it."""
+def write_inventory(bundle, name, python='/usr/bin/python3'):
     path = os.path.join(bundle, 'inventory.ini')
-    as_root = os.geteuid() == 0 if root is None else root
     with open(path, 'w') as f:
-        f.write('[gpu_nodes]\n%s ansible_connection=local ansible_python_interpreter=%s%s\n' % (
-            name, python, ' ansible_become=false' if as_root else ''))
+        f.write('[gpu_nodes]\n%s ansible_connection=local ansible_python_interpreter=%s\n' % (name, python))
     return path
 
 

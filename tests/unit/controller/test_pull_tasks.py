@@ -52,32 +52,3 @@ def test_the_run_of_both_lists_the_tasks_of_the_two_runs_it_replaces(tmp_path):
     names = [name for name, _tags in together]
     assert len([n for n in names if 'ocigpu.cluster.' in n]) > 20
     assert any('Check the GPU nodes with a short NCCL all_reduce' in n for n in names)
-
-
-def test_a_pull_as_root_becomes_nobody(tmp_path):
-    # The pull runs as root: its inventory turns the plays' become off, or Mitogen's strategy (the pull's)
-    # starts a second Python through sudo and passes every task through it. A sudo on the PATH here
-    # records each call and fails.
-    bin_dir = tmp_path / 'bin'
-    bin_dir.mkdir()
-    calls = tmp_path / 'sudo-calls'
-    (bin_dir / 'sudo').write_text('#!/bin/sh\necho "$@" >> %s\nexit 1\n' % calls)
-    os.chmod(str(bin_dir / 'sudo'), 0o755)
-    (tmp_path / 'play.yml').write_text('- hosts: gpu_nodes\n  become: true\n  gather_facts: false\n  tasks:\n'
-                                       '    - name: Run a command\n      ansible.builtin.command: "true"\n'
-                                       '      changed_when: false\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith('ANSIBLE_')}
-    env.update(ANSIBLE_COLLECTIONS_PATH=str(ROOT / '.build' / 'collections'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_DEPRECATION_WARNINGS='0', ANSIBLE_STRATEGY=ocigpu_pull.MITOGEN_STRATEGY,
-               PATH=str(bin_dir) + os.pathsep + os.environ['PATH'])
-    results = {}
-    for root in (True, False):
-        ocigpu_pull.write_inventory(str(tmp_path), 'gpu-1', python=sys.executable, root=root)
-        proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'inventory.ini',
-                               'play.yml'], capture_output=True, text=True, cwd=str(tmp_path), env=env, check=False, timeout=300)
-        results[root] = (proc.returncode, calls.read_text() if calls.exists() else '', proc.stdout[-2000:])
-        if calls.exists():
-            calls.unlink()
-    assert results[True][:2] == (0, ''), results[True]
-    # as another user the plays' become stands: sudo is asked (and fails here)
-    assert results[False][0] != 0 and '-u root' in results[False][1], results[False]
