@@ -385,7 +385,14 @@ for _ in $(seq 1500); do
     on_ctl systemctl restart slurmctld; restarted=1
     mark "slurmctld restarted (a configure run that changes slurm.conf does this)"
   fi
-  queue=$(on_ctl squeue -h -j "$job_list" -o '%i|%T|%B|%k' 2>/dev/null || echo unreachable)
+  # One look at slurmctld a round, the jobs then the nodes: each ssh session and sudo takes processor time from
+  # the stand-ins that pull meanwhile on this machine. A slurmctld too busy to answer in time ("Socket timed
+  # out") leaves "unreachable" in place of either list.
+  look=$(on_ctl sh -c 'echo @@jobs; squeue -h -j "$1" -o "%i|%T|%B|%k" 2>/dev/null || echo unreachable
+    echo @@nodes; sinfo -h -N -o "%N:%t" 2>/dev/null || echo unreachable' sh "$job_list" 2>/dev/null) || look=''
+  queue=$(sed -n '/^@@jobs$/,/^@@nodes$/{/^@@/d;p}' <<< "$look")
+  nodes_seen=$(sed -n '/^@@nodes$/,${/^@@/d;p}' <<< "$look")
+  [ -n "$look" ] || queue=unreachable
   if [ "$queue" != unreachable ]; then
     for k in "${!job_ids[@]}"; do
       id=${job_ids[$k]}
@@ -432,8 +439,9 @@ for _ in $(seq 1500); do
       fi
       case "${jstate:-}" in FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) die "job $id ended $jstate" ;; esac
     done
-    # A slurmctld too busy to answer in time ("Socket timed out"): nothing is compared this round.
-    if ! nodes=$(on_ctl sinfo -h -N -o '%N:%t' 2>/dev/null | tr '\n' ' '); then sleep 1; continue; fi
+    # No answer from sinfo this round: nothing is compared.
+    if [ -z "$look" ] || [ "$nodes_seen" = unreachable ]; then sleep 1; continue; fi
+    nodes=$(tr '\n' ' ' <<< "$nodes_seen")
     [ "$nodes" = "${last_nodes:-}" ] || { mark "nodes: $nodes"; last_nodes=$nodes; }
     # When each node is first seen registered (figure (b) per job; a look about every second or two).
     for nr in $(tr ' ' '\n' <<< "$nodes" | grep -E ':(alloc|mix|idle|comp)$' | cut -d: -f1); do
