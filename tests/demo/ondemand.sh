@@ -388,6 +388,7 @@ for _ in $(seq 1500); do
   # One look at slurmctld a round, the jobs then the nodes: each ssh session and sudo takes processor time from
   # the stand-ins that pull meanwhile on this machine. A slurmctld too busy to answer in time ("Socket timed
   # out") leaves "unreachable" in place of either list.
+  # shellcheck disable=SC2016  # $1 is the job list, expanded by the controller's shell
   look=$(on_ctl sh -c 'echo @@jobs; squeue -h -j "$1" -o "%i|%T|%B|%k" 2>/dev/null || echo unreachable
     echo @@nodes; sinfo -h -N -o "%N:%t" 2>/dev/null || echo unreachable' sh "$job_list" 2>/dev/null) || look=''
   queue=$(sed -n '/^@@jobs$/,/^@@nodes$/{/^@@/d;p}' <<< "$look")
