@@ -564,13 +564,15 @@ if [ -n "$BAKE" ]; then
   if [ "$from_image" -eq 0 ] || [ "$skipped" -ne "$from_image" ]; then
     die "munge, slurmd and firewalld at the boot of the nodes from the baked image: $(grep ': before its join: ' "$work/standins.log" | sort | uniq -c | head -3)"
   fi
-  zones_kept=0
+  zones_kept=0; joins=0
   for f in "$work"/*.pull.log; do
+    [ -e "$f" ] || continue
+    joins=$((joins + 1))
     task=$(grep -A3 "^TASK \[ocigpu.cluster.firewall : Trust the cluster's networks" "$f" || true)
     [[ "$task" != *$'\nok: '* ]] || zones_kept=$((zones_kept + 1))
   done
-  [ "$zones_kept" -eq "$(find "$work" -maxdepth 1 -name '*.pull.log' | wc -l)" ] \
-    || die "the firewall's zones changed at $(( $(find "$work" -maxdepth 1 -name '*.pull.log' | wc -l) - zones_kept )) join(s) from the baked image (the bake wrote the builder's)"
+  [ "$zones_kept" -eq "$joins" ] \
+    || die "the firewall's zones changed at $((joins - zones_kept)) join(s) from the baked image (the bake wrote the builder's)"
   mark "munge and slurmd, enabled in the image, skipped at the boot of its $from_image node(s) until their join wrote the munge key; firewalld up at their boot, its zones unchanged at the $zones_kept join(s) logged"
 fi
 mark "every job ran on all its nodes${CAPACITY:+; the one that did not fit was told why and ran when hosts came back}${SOURCES:+; one moved to the next source; the one no source could hold was told why and ran when hosts came back}; no node was DOWN"

@@ -119,6 +119,8 @@ def main(work, t_submit, t_resume, t_registered, t_done):
     fig['overhead_beyond_provisioning'] = (max(o for _p, o in groups.values()) if groups
                                            else fig['overhead_first_network_only'])
 
+    cores = len(os.sched_getaffinity(0))
+
     def s(v):
         return '%6.1f s' % v if v is not None else '     ?'
     print('   (a) job submitted -> resume program called        %s   (goal: at most 5 s; a cron job: up to 60 s)' % s(fig['a_submit_to_resume']))
@@ -137,7 +139,7 @@ def main(work, t_submit, t_resume, t_registered, t_done):
         if all(n.get('baked') for n in nodes):
             # On the baked image (docs/baking.md): the goals of a node that only finishes the job at its pull.
             print('   on the baked image: the pull after its tags, %d nodes at once on this machine\'s %d processors %s '
-                  '(goal: at most 15 s)  %s' % (len(nodes), len(os.sched_getaffinity(0)), s(fig['pull_after_tags']).strip(),
+                  '(goal: at most 15 s)  %s' % (len(nodes), cores, s(fig['pull_after_tags']).strip(),
                                                 'met' if fig['pull_after_tags'] <= 15 else 'NOT met'))
             # The pulls of the later steps, each while no other node pulls (the self-healing loop's new
             # instances): what a node on OCI, with processors of its own, takes.
@@ -168,7 +170,7 @@ def main(work, t_submit, t_resume, t_registered, t_done):
     if len(cpu) > 1:
         # Nodes that pull at once here share this machine's processors; on OCI each has its own.
         print('   the roles of the %d nodes: %.1f s of processor time together, at least %.1f s on this machine\'s %d '
-              'processors' % (len(cpu), sum(cpu), sum(cpu) / len(os.sched_getaffinity(0)), len(os.sched_getaffinity(0))))
+              'processors' % (len(cpu), sum(cpu), sum(cpu) / cores, cores))
     print('   job submitted -> job done %s' % s(fig['job_done']))
     json.dump(fig, open(os.path.join(work, 'figures.json'), 'w'), indent=1, sort_keys=True)
 

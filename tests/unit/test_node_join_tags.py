@@ -137,14 +137,19 @@ def task_inputs(role):
     return found
 
 
-def baked_too(role):
-    """The per-node steps that a role's tasks/bake.yml (imported for ocigpu_baking alone) also runs on the
-    builder, so that a node from the image finds them done where it is like the builder (the firewall's
-    zones of the builder's subnet): each (file, task name) counted once per path from bake.yml."""
+def bake_tasks(role):
+    """(file, task) for every task of the role's tasks/bake.yml (imported for ocigpu_baking alone), which runs
+    per-node steps on the builder too, so that a node from the image finds them done where it is like the
+    builder (the firewall's zones of the builder's subnet); none where the role has no bake.yml."""
     if not os.path.exists(os.path.join(ROLES, role, 'tasks', 'bake.yml')):
-        return {}
+        return []
+    return [(filename, task) for filename, task, tags in tasks_of(role, 'bake.yml')]
+
+
+def baked_too(role):
+    """bake_tasks as (file, task name): how many paths from bake.yml reach each."""
     counts = {}
-    for filename, task, tags in tasks_of(role, 'bake.yml'):
+    for filename, task in bake_tasks(role):
         key = (filename, task.get('name'))
         counts[key] = counts.get(key, 0) + 1
     return counts
@@ -167,8 +172,7 @@ def test_tasks_that_read_what_only_the_node_knows_are_tagged_node_join(role):
             untagged.append('%s: %s (reads %s)' % (filename, task.get('name'), ', '.join(sorted(read))))
     assert untagged == [], 'tasks of %s that a baked image would run on the builder: %s' % (role, untagged)
     # What bake.yml runs on the builder from the node's inputs, a node's join runs again with its own.
-    baked = tasks_of(role, 'bake.yml') if os.path.exists(os.path.join(ROLES, role, 'tasks', 'bake.yml')) else []
-    baked_only = sorted('%s: %s' % (filename, task.get('name')) for filename, task, tags in baked
+    baked_only = sorted('%s: %s' % (filename, task.get('name')) for filename, task in bake_tasks(role)
                         if words(task_text(role, task)) & inputs and (filename, task.get('name')) not in joining)
     assert baked_only == [], 'tasks of %s that the bake runs and a join never does: %s' % (role, baked_only)
 
