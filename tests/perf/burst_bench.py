@@ -653,6 +653,8 @@ class Bench(object):
             scontrol_calls=dict(model.kinds), scontrol_total=sum(model.kinds.values()),
             reconfigures=model.reconfigured,
             topology_rewrites=len(re.findall(r'topology\.conf rewritten', log_text)),
+            rewrites_not_reconfigured=len(re.findall(r'topology\.conf rewritten',
+                                                     log_text.rsplit('slurmctld reconfigured for', 1)[-1])),
             service_cpu_s=service_fig[0], service_peak_mib=service_fig[1],
             service_cpu_s_at_all_joined=up_service[0],
             pull_cpu_s=pull_fig[0], pull_peak_mib=pull_fig[1], pull_cpu_s_at_all_joined=up_pull[0],
