@@ -14,14 +14,16 @@ DEMO_PUBLIC_NET=198.18.124.0/24      # public IPs the simulator hands out (the b
 DEMO_GATEWAY=198.18.120.1            # this machine on the private network (serves the artifacts)
 DEMO_ARTIFACT_PORT=8765
 
+# demo_remove_standins [KEEP_IMAGES]: with an argument, the images of this run stay (until the next).
 demo_remove_standins() {
-  local ids
+  local ids keep_images=${1:-}
   mapfile -t ids < <(podman ps -aq --filter label=ocigpu-demo=1)
   [ "${#ids[@]}" -eq 0 ] || podman rm -f -t 2 "${ids[@]}" >/dev/null
   ! podman network exists ocigpu-demo || podman network rm ocigpu-demo >/dev/null
   ! podman network exists ocigpu-demo-public || podman network rm ocigpu-demo-public >/dev/null
   # The images a bake made (standin.sh commits a builder's container when the simulator creates a
   # custom image): an image of an earlier run is never reused, as an OCI image is the run's own.
+  [ -z "$keep_images" ] || return 0
   mapfile -t ids < <(podman images -q --filter label=ocigpu-demo-image 2>/dev/null | sort -u)
   [ "${#ids[@]}" -eq 0 ] || podman rmi -f "${ids[@]}" >/dev/null 2>&1 || true
 }
@@ -65,7 +67,8 @@ demo_stop() {
   [ -z "${DEMO_SIM_PID:-}" ] || kill "$DEMO_SIM_PID" 2>/dev/null || true
   [ -z "${DEMO_HTTP_PID:-}" ] || kill "$DEMO_HTTP_PID" 2>/dev/null || true
   DEMO_SIM_PID='' DEMO_HTTP_PID=''
-  demo_remove_standins
+  # The join benchmark (tests/perf/join_bench.sh) starts its nodes from this run's baked image.
+  demo_remove_standins "${DEMO_JOIN_BENCH_DIR:-}"
 }
 
 # demo_write_files NODES: SSH key, cluster vars, inventory source, SSH client settings and the

@@ -257,6 +257,7 @@ if [ -n "$BAKE" ]; then
   [[ "$image_id" == ocid1.image.* ]] || die "the bake named no image; see $work/bake.log"
   podman_image=$(podman images -q --filter "label=ocigpu-demo-image=$image_id" | head -1)
   [ -n "$podman_image" ] || die "no stand-in image was made for $image_id"
+  [ -z "${DEMO_JOIN_BENCH_DIR:-}" ] || { mkdir -p "$DEMO_JOIN_BENCH_DIR"; echo "$podman_image" > "$DEMO_JOIN_BENCH_DIR/image"; }
   # What the image holds: its manifest and the baked software; never a secret, a host key, the builder's
   # identity or its logs (the list of the image's files is kept beside the logs).
   podman run --rm --entrypoint /bin/sh "$podman_image" -c 'find / -xdev \( -path /proc -o -path /sys \) -prune -o -print' \
@@ -468,6 +469,10 @@ for _ in $(seq 1500); do
         podman exec "$c" cat /var/log/ocigpu-pull.log > "$work/$c.pull.log" 2>/dev/null || true
         podman inspect -f '{{.State.StartedAt}}' "$c" > "$work/$c.started"
         podman exec "$c" cat /opt/ocigpu-pull/bundle/ocigpu.lock.yml > "$work/$c.lock.yml" 2>/dev/null || rm -f "$work/$c.lock.yml"
+        # The join benchmark's bundle: a baked node's, as its pull left it (no secret: join.json is gone).
+        if [ -n "${DEMO_JOIN_BENCH_DIR:-}" ] && [ ! -d "$DEMO_JOIN_BENCH_DIR/bundle" ] && jq -e .baked "$work/$c.pull.json" >/dev/null 2>&1; then
+          podman cp "$c:/opt/ocigpu-pull/bundle" "$DEMO_JOIN_BENCH_DIR/bundle"
+        fi
       done
     fi
   fi
