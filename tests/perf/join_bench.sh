@@ -45,7 +45,7 @@ if [ "${COLLECTION:-}" = checkout ]; then
 fi
 mkdir -p "$out/home"
 podman network exists "$net" || podman network create --subnet 198.18.140.0/24 "$net" >/dev/null
-trap 'podman rm -f -t 0 "$name" >/dev/null 2>&1 || true' EXIT
+trap 'podman rm -f -t 0 "$name" >/dev/null 2>&1; podman network rm "$net" >/dev/null 2>&1 || true' EXIT
 
 # join STRATEGY LABEL [ansible-playbook options]: one join on a new container; prints
 # "<processor s> <user s> <sys s> <wall s> <recap of the node>".
