@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What a node's join costs on a baked image, one node on this machine alone: the run that ocigpu-pull
-# starts on a current baked image (configure.yml and validate.yml, --tags node_join,health, the
+# What a node's join costs on a baked image, one node on this machine alone: the command that ocigpu-pull
+# builds on a current baked image (its configure_command: configure.yml and validate.yml, --tags node_join,health, the
 # active check included), in a fresh container of the on-demand demo's baked image, with the bundle that
 # one of that demo's baked nodes pulled. The demo's figure for four nodes at once shares two processors
 # with the other stand-ins, slurmctld and the simulator; this one is a single join's processor time.
@@ -44,6 +44,28 @@ if [ "${COLLECTION:-}" = checkout ]; then
   cp -r COPYING galaxy.yml meta playbooks plugins roles "$collection/"
 fi
 mkdir -p "$out/home"
+# The node's Slurm name, as its pull wrote the bundle's inventory.
+node=$(awk 'NR == 2 { print $1 }' "$out/bundle/inventory.ini")
+
+# pull_command STRATEGY: the ansible-playbook command line that ocigpu-pull runs on a current baked image
+# (its configure_command, with the bundle's settings and the extra vars files it passes), one word a line.
+pull_command() {
+  "$VENV/bin/python" - "$out/bundle/pull.json" "$node" "$1" <<'PY'
+import importlib.util
+import json
+import sys
+
+spec = importlib.util.spec_from_file_location('ocigpu_pull', 'roles/slurm_autoscaler/files/ocigpu_pull.py')
+pull = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pull)
+with open(sys.argv[1]) as f:
+    settings = json.load(f)
+bundle = pull.DEFAULTS['prefix'] + '/bundle'
+extra = [bundle + '/node-vars.yml', pull.DEFAULTS['prefix'] + '/join.json', bundle + '/local-vars.json']
+print('\n'.join(pull.configure_command(pull.DEFAULTS['prefix'] + '/venv', bundle, sys.argv[2], settings, extra,
+                                       join_only=True, check_strategy=sys.argv[3])))
+PY
+}
 podman network exists "$net" || podman network create --subnet 198.18.140.0/24 "$net" >/dev/null
 trap 'podman rm -f -t 0 "$name" >/dev/null 2>&1; podman network rm "$net" >/dev/null 2>&1 || true' EXIT
 
@@ -77,22 +99,21 @@ join() {
     python3 -c "
 import base64, json, os
 json.dump(dict(slurm_munge_key_b64=base64.b64encode(os.urandom(1024)).decode(), slurm_conf_server=\"198.18.140.1:6817\",
-               slurm_node_name=\"gpu-1\", mpi_ssh_keys=dict(root=dict(private=open(\"/tmp/mpi\").read(), public=open(\"/tmp/mpi.pub\").read()))),
-          open(\"/opt/ocigpu-pull/join.json\", \"w\"))"'
-  local b=/opt/ocigpu-pull/bundle
+               slurm_node_name=\"$0\", mpi_ssh_keys=dict(root=dict(private=open(\"/tmp/mpi\").read(), public=open(\"/tmp/mpi.pub\").read()))),
+          open(\"/opt/ocigpu-pull/join.json\", \"w\"))"' "$node"
+  local b=/opt/ocigpu-pull/bundle argv
+  mapfile -t argv < <(pull_command "$strategy")
+  [ "${#argv[@]}" -gt 0 ] || die "ocigpu_pull.configure_command gave no command"
   podman exec -w "$b" -e ANSIBLE_CONFIG="$b/ansible.cfg" -e ANSIBLE_COLLECTIONS_PATH="$b/collections" -e ANSIBLE_NOCOLOR=1 \
-    -e ANSIBLE_STRATEGY="$strategy" "$name" bash -c 'TIMEFORMAT="%U %S %R"; b=/opt/ocigpu-pull/bundle
-      { time /opt/ocigpu-pull/venv/bin/ansible-playbook ocigpu.cluster.configure ocigpu.cluster.validate -i $b/inventory.ini \
-          --tags node_join,health --skip-tags boot_wait,nvme_scratch -e nccl_tests_fail_on_gate=true \
-          -e validate_health_strategy=$ANSIBLE_STRATEGY -e @$b/node-vars.yml -e @/opt/ocigpu-pull/join.json \
-          -e @$b/local-vars.json -e ocigpu_use_imds=false -e ocigpu_shape=BM.GPU4.8 "$@" > /tmp/join.log 2>&1; } 2> /tmp/time
-      echo $? > /tmp/rc' bash "$@"
+    -e ANSIBLE_STRATEGY="$strategy" "$name" bash -c 'TIMEFORMAT="%U %S %R"
+      { time "$@" -e ocigpu_use_imds=false -e ocigpu_shape=BM.GPU4.8 > /tmp/join.log 2>&1; } 2> /tmp/time
+      echo $? > /tmp/rc' bash "${argv[@]}" "$@"
   podman exec "$name" cat /tmp/join.log > "$out/$label.log"
   local rc times recap
   rc=$(podman exec "$name" cat /tmp/rc)
   [ "$rc" = 0 ] || die "the join ($label) exited $rc; see $out/$label.log"
   read -r -a times <<< "$(podman exec "$name" cat /tmp/time)"
-  recap=$(grep -E '^gpu-1 +:' "$out/$label.log" | tail -1 | sed 's/^gpu-1 *: *//; s/  */ /g' || true)
+  recap=$(grep -E "^$node +:" "$out/$label.log" | tail -1 | sed "s/^$node *: *//; s/  */ /g" || true)
   printf '%.2f %.2f %.2f %.2f %s\n' "$(echo "${times[0]} + ${times[1]}" | bc)" "${times[0]}" "${times[1]}" "${times[2]}" "$recap"
 }
 
