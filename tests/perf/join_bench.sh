@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a node's join costs on a baked image, one node on this machine alone: the command that ocigpu-pull
-# builds on a current baked image (its configure_command: configure.yml and validate.yml, --tags node_join,health, the
-# active check included), in a fresh container of the on-demand demo's baked image, with the bundle that
+# builds on a current baked image (its configure_command: configure.yml and validate.yml, --tags
+# node_join,health, the active check included), in a fresh container of the on-demand demo's baked image, with the bundle that
 # one of that demo's baked nodes pulled. The demo's figure for four nodes at once shares two processors
 # with the other stand-ins, slurmctld and the simulator; this one is a single join's processor time.
 # Each round runs the join with ocigpu.cluster.mitogen_linear (what the pull runs) and, for reference,
