@@ -15,7 +15,7 @@ description:
     C(pip install mitogen); docs/playbooks.md has the figures measured with it.
   - The on-demand nodes' pull (the slurm_autoscaler role's C(ocigpu-pull)) installs Mitogen beside ansible-core
     and runs its playbooks against the node with this strategy unless C(slurm_autoscaler_pull_mitogen) is empty.
-  - This plugin is Mitogen's own C(mitogen_linear) strategy with three changes, the reason it exists.
+  - This plugin is Mitogen's own C(mitogen_linear) strategy with four changes, the reason it exists.
     Mitogen pins its processes to CPUs itself; on a controller with two or three CPUs it keeps CPU 0
     for its connection multiplexer and pins every worker, and every process a worker starts (ssh
     among them), to CPU 1, so one CPU does all the work. Here Mitogen's placement is swapped for its
@@ -39,8 +39,19 @@ description:
     workers would run it side by side (C(forks)). On the test machine a skipped task cost 26-28 ms with
     Ansible's and Mitogen's strategies and 4 ms with this one (tests/perf/skip_bench.sh); in a joining node's
     pull, 15-21 ms against 36-41 ms in the play of the roles (53 skipped tasks), where Ansible's own
-    per-task work (its variables) remains. It uses ansible-core 2.19's own classes; with another release
-    every task goes to a worker, as in Mitogen's strategy.
+    per-task work (its variables) remains.
+  - The fourth saves a process per task that works on variables alone. ansible-core's C(set_fact),
+    C(assert), C(debug), C(fail), C(include_vars), C(validate_argument_spec), C(include_tasks) and
+    C(include_role), written with their full names (a short name may be a playbook's own plugin), neither
+    connect to the host nor run a module there; this plugin runs such a task in the controller's own
+    process with Ansible's TaskExecutor, on copies of the task and its variables as a worker would have,
+    and hands Ansible its result. The same tasks with a loop, retries (C(until)), C(async), a
+    C(timeout) or C(delegate_to) still go to a worker. A lookup in such a task's arguments runs in
+    the controller's process, one host after the other, as a condition's does. On the test machine a
+    C(set_fact) cost 21-25 ms with Ansible's and Mitogen's strategies and 4 ms with this one
+    (tests/perf/skip_bench.sh).
+  - It uses ansible-core 2.19's own classes; with another release every task goes to a worker, as in
+    Mitogen's strategy.
   - The boot wait (C(boot_wait.yml), the first play of C(configure.yml)), C(validate.yml) and the plays
     with background jobs (provisioning, teardown, the diagnostics bundle) keep Ansible's default
     strategy whatever is set here.
@@ -55,12 +66,22 @@ from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.plugins.strategy.linear import StrategyModule as LinearStrategyModule
 
-try:  # ansible-core 2.19's own classes: the skip in the controller (SkipHereMixin) needs them.
-    from ansible._internal import _display_utils
+from ansible.plugins import loader as plugin_loader
+
+try:  # ansible-core 2.19's own classes: the skip and the run in the controller (SkipHereMixin) need them.
+    from ansible._internal import _display_utils, _task
     from ansible._internal._templating._engine import TemplateEngine
+    from ansible.executor.task_executor import TaskExecutor
     from ansible.executor.task_result import _RawTaskResult
 except ImportError:  # another ansible-core: every task goes to a worker, as in Mitogen's own strategy.
     _RawTaskResult = None
+
+# Actions that work in the controller alone, on variables: ansible-core's own plugins, none of which
+# connects to the host or runs a module there (each says so with _requires_connection = False); an
+# include is worked out by the strategy, its worker only hands the include back. By their full names
+# only: a short name may be a playbook's own action plugin of that name.
+_HERE_ACTIONS = frozenset('ansible.builtin.' + name for name in (
+    'assert', 'debug', 'fail', 'include_role', 'include_tasks', 'include_vars', 'set_fact', 'validate_argument_spec'))
 
 try:
     import ansible_mitogen.affinity
@@ -108,18 +129,38 @@ class SkipHereMixin:
     is true."""
 
     def _queue_task(self, host, task, task_vars, play_context):
-        result = None if _RawTaskResult is None else _skip_result(self._loader, host, task, task_vars, play_context)
-        if result is None:
+        if _RawTaskResult is None:
             return super()._queue_task(host, task, task_vars, play_context)
+        result = _skip_result(self._loader, host, task, task_vars, play_context)
+        here = None
+        if result is None:
+            if not _runs_here(task):
+                return super()._queue_task(host, task, task_vars, play_context)
+            # TaskExecutor post-validates its task and adds to its variables in place; a worker's are
+            # its own copies, as these.
+            here = task.copy(exclude_tasks=True)
         # As the base class does for a worker: the entry first (the results thread reads it), then the
         # callback, the result and the count of results to wait for.
         self._queued_task_cache[(host.name, task._uuid)] = {
             'host': host, 'task': task, 'task_vars': task_vars, 'play_context': play_context}
         self._tqm.send_callback('v2_runner_on_start', host, task)
+        if here is not None:
+            with _task.TaskContext(here):
+                result = TaskExecutor(host, here, dict(task_vars), play_context, self._loader,
+                                      plugin_loader.get_plugin_loader_namespace(), self._final_q,
+                                      self._variable_manager).run()
         self._final_q.send_task_result(_RawTaskResult(host=host, task=task, return_data=result,
-                                                      task_fields=task.dump_attrs()))
+                                                      task_fields=(here or task).dump_attrs()))
         self._pending_results += 1
         return None
+
+
+def _runs_here(task):
+    """Whether task is one of ansible-core's actions on variables alone, run once (no loop, no retries,
+    not in the background), not delegated, with no timer (a task's timeout is an alarm signal, which would
+    be the controller's own)."""
+    once = not (task.loop or task.loop_with or task.until or task.async_val)
+    return task.action in _HERE_ACTIONS and once and not (task.delegate_to or task.timeout)
 
 
 def _skip_result(loader, host, task, task_vars, play_context):

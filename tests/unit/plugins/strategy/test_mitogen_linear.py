@@ -134,6 +134,31 @@ PLAYBOOK = """
       ansible.builtin.command: /bin/true
       when: lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/undefined') is string and nowhere_defined
       ignore_errors: true
+    - name: fact
+      ansible.builtin.set_fact:
+        fact_pid: "{{ lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/fact') }}"
+        fact_value: "{{ skipped_one.skip_reason }}"
+    - name: checked
+      ansible.builtin.assert:
+        that:
+          - lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/checked') is string
+          - fact_value == 'Conditional result was False'
+    - name: secret fact
+      ansible.builtin.set_fact:
+        secret_value: "{{ lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/secret') }}s3cr3t"
+      no_log: true
+    - name: a failure and its rescue
+      block:
+        - name: failing
+          ansible.builtin.fail:
+            msg: "failed {{ lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/failing') }}on purpose"
+      rescue:
+        - name: rescued
+          ansible.builtin.debug:
+            msg: "{{ ansible_failed_result.msg }} {{ secret_value | length }}"
+    - name: command
+      ansible.builtin.command: "echo {{ lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/command') }}"
+      changed_when: false
 """
 
 
@@ -159,11 +184,11 @@ def play(tmp_path, strategy):
     found = {path.name: int(path.read_text()) for path in pids.iterdir()}
     # The task lines and their results, less what names a run's own files and times.
     kept = ('TASK [', 'skipping:', 'ok:', 'changed:', 'fatal:', '...', 'included:', '    "', 'node1 ', '}')
-    lines = [line for line in out.splitlines() if line.startswith(kept)]
+    lines = [line for line in out.splitlines() if line.startswith(kept) and '"delta": ' not in line]
     return proc.pid, found, lines
 
 
-def test_a_task_skipped_by_its_condition_gets_no_worker_and_the_same_result(tmp_path):
+def test_a_skipped_task_and_a_task_on_variables_get_no_worker_and_the_same_result(tmp_path):
     if not os.path.isdir(os.path.join(ROOT, '.build', 'collections', 'ansible_collections', 'ocigpu')):
         pytest.skip('the collection is not linked into .build/collections (tests/infra/venv.sh does it)')
     main_pid, here, ours = play(tmp_path, 'ocigpu.cluster.mitogen_linear')
@@ -172,10 +197,17 @@ def test_a_task_skipped_by_its_condition_gets_no_worker_and_the_same_result(tmp_
     assert any(line.startswith('skipping: [node1] => {"censored"') for line in ours), ours
     assert any(line.endswith('is string and flag", "skip_reason": "Conditional result was False"}') for line in ours), ours
     assert [line.split() for line in ours if line.startswith('node1 ')] == [
-        ['node1', ':', 'ok=3', 'changed=0', 'unreachable=0', 'failed=0', 'skipped=6', 'rescued=0', 'ignored=1']], ours
-    # Skipped in the controller's process: the three with false conditions, the connection variable's.
-    assert {name for name, pid in here.items() if pid == main_pid} == {'plain', 'hidden', 'registered', 'connection'}, here
-    # A worker decides the rest: a true condition, a loop (per item), an include, a condition that fails.
-    assert set(here) == {'plain', 'hidden', 'registered', 'connection', 'true', 'looped', 'included', 'undefined'}
+        ['node1', ':', 'ok=8', 'changed=0', 'unreachable=0', 'failed=0', 'skipped=6', 'rescued=1', 'ignored=1']], ours
+    assert 'ok: [node1] => {"censored": "the output has been hidden due to the fact that \'no_log: true\' was specified for ' \
+        'this result", "changed": false}' in ours, ours
+    assert '    "msg": "failed on purpose 6"' in ours, ours
+    # In the controller's process: the three skipped by a false condition, the connection variable's, and
+    # ansible-core's actions on variables alone (a debug, an include, set_fact, assert, fail).
+    assert {name for name, pid in here.items() if pid == main_pid} == {
+        'plain', 'hidden', 'registered', 'connection', 'true', 'included', 'fact', 'checked', 'secret', 'failing'}, here
+    # A worker for the rest: a loop (per item), a condition that fails, a module.
+    assert set(here) == {'plain', 'hidden', 'registered', 'connection', 'true', 'looped', 'included', 'undefined',
+                         'fact', 'checked', 'secret', 'failing', 'command'}
+    assert main_pid not in (here['looped'], here['undefined'], here['command']), here
     # Ansible's own strategy: a worker for every one.
     assert linear_pid not in there.values(), there
