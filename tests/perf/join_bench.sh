@@ -12,6 +12,8 @@
 #   ROUNDS=5 bash tests/perf/join_bench.sh
 #   COLLECTION=checkout bash tests/perf/join_bench.sh   # this checkout's roles and playbooks, not the bundle's
 #   EXTRA='-e ansible_become=false' bash tests/perf/join_bench.sh
+#   PROFILE=1 bash tests/perf/join_bench.sh             # cProfile of the controller's process, each run:
+#                                                       # .build/perf-join/<run>.profile.txt
 #
 # Its first run makes the image and the bundle with the on-demand demo (about 12 minutes:
 # DEMO_JOIN_BENCH_DIR=.build/perf-join make demo-ondemand keeps them); a later demo removes the image,
@@ -104,28 +106,55 @@ json.dump(dict(slurm_munge_key_b64=base64.b64encode(os.urandom(1024)).decode(), 
   local b=/opt/ocigpu-pull/bundle argv
   mapfile -t argv < <(pull_command "$strategy")
   [ "${#argv[@]}" -gt 0 ] || die "ocigpu_pull.configure_command gave no command"
+  # ansible-playbook in a Python that writes its own processor time (the controller's process: the
+  # strategy, the variables, the callbacks) when it ends; with PROFILE, under cProfile too.
+  podman exec -i "$name" sh -c 'cat > /tmp/own_time.py' <<'PY'
+import cProfile, os, resource, runpy, sys
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+profile = cProfile.Profile() if os.environ.get('PROFILE') else None
+try:
+    if profile:
+        profile.enable()
+    runpy.run_path(script, run_name='__main__')
+finally:
+    if profile:
+        profile.disable()
+        profile.dump_stats('/tmp/join.prof')
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    with open('/tmp/own', 'w') as f:
+        f.write('%.2f\n' % (own.ru_utime + own.ru_stime))
+PY
+  local python=${argv[0]%/*}/python
   podman exec -w "$b" -e ANSIBLE_CONFIG="$b/ansible.cfg" -e ANSIBLE_COLLECTIONS_PATH="$b/collections" -e ANSIBLE_NOCOLOR=1 \
-    -e ANSIBLE_STRATEGY="$strategy" "$name" bash -c 'TIMEFORMAT="%U %S %R"
+    -e ANSIBLE_STRATEGY="$strategy" -e PROFILE="${PROFILE:-}" "$name" bash -c 'TIMEFORMAT="%U %S %R"
       { time "$@" -e ocigpu_use_imds=false -e ocigpu_shape=BM.GPU4.8 > /tmp/join.log 2>&1; } 2> /tmp/time
-      echo $? > /tmp/rc' bash "${argv[@]}" "$@"
+      echo $? > /tmp/rc' bash "$python" /tmp/own_time.py "${argv[@]}" "$@"
   podman exec "$name" cat /tmp/join.log > "$out/$label.log"
-  local rc times recap
+  local rc times recap own
   rc=$(podman exec "$name" cat /tmp/rc)
   [ "$rc" = 0 ] || die "the join ($label) exited $rc; see $out/$label.log"
   read -r -a times <<< "$(podman exec "$name" cat /tmp/time)"
+  own=$(podman exec "$name" cat /tmp/own)
+  if [ -n "${PROFILE:-}" ] && podman exec "$name" test -f /tmp/join.prof; then
+    podman cp "$name:/tmp/join.prof" "$out/$label.prof"
+    "$VENV/bin/python" -c 'import pstats, sys; pstats.Stats(sys.argv[1], stream=open(sys.argv[2], "w")).sort_stats("cumulative").print_stats(80)' \
+      "$out/$label.prof" "$out/$label.profile.txt"
+  fi
   recap=$(grep -E "^$node +:" "$out/$label.log" | tail -1 | sed "s/^$node *: *//; s/  */ /g" || true)
-  printf '%.2f %.2f %.2f %.2f %s\n' "$(echo "${times[0]} + ${times[1]}" | bc)" "${times[0]}" "${times[1]}" "${times[2]}" "$recap"
+  printf '%.2f %.2f %.2f %.2f %.2f %s\n' "$(echo "${times[0]} + ${times[1]}" | bc)" "${times[0]}" "${times[1]}" "${times[2]}" \
+    "$own" "$recap"
 }
 
 # EXTRA: ansible-playbook options for every join (word-split).
 read -r -a extra <<< "${EXTRA:-}"
-declare -a cpu_m cpu_l
+declare -a cpu_m cpu_l own_m
 for round in $(seq "$ROUNDS"); do
   for strategy in ocigpu.cluster.mitogen_linear linear; do
     line=$(join "$strategy" "round$round-${strategy##*.}" "${extra[@]}")
-    read -r cpu user sys wall recap <<< "$line"
-    log "round $round, $strategy: $cpu s of processor time (user $user, sys $sys), $wall s wall; $recap"
-    if [ "$strategy" = linear ]; then cpu_l+=("$cpu"); else cpu_m+=("$cpu"); fi
+    read -r cpu user sys wall own recap <<< "$line"
+    log "round $round, $strategy: $cpu s of processor time (user $user, sys $sys; the controller's process $own), $wall s wall; $recap"
+    if [ "$strategy" = linear ]; then cpu_l+=("$cpu"); else cpu_m+=("$cpu"); own_m+=("$own"); fi
   done
 done
 line=$(join ocigpu.cluster.mitogen_linear list-tasks --list-tasks "${extra[@]}")
@@ -136,6 +165,8 @@ l=$(median "${cpu_l[@]}")
 echo
 echo "a node's join on the baked image, alone on this machine (median processor time of $ROUNDS round(s)):"
 printf '  ocigpu.cluster.mitogen_linear (the pull)  %6.2f s\n' "$m"
+printf "    of which the controller's own process   %6.2f s (the rest: workers, the node's Python, commands)\n" \
+  "$(median "${own_m[@]}")"
 printf "  Ansible's linear (reference)              %6.2f s\n" "$l"
 printf '  ratio                                     %6.2f\n' "$(echo "$m / $l" | bc -l)"
 printf "  of which Ansible's start and the parse    %6.2f s (--list-tasks)\n" "$start"
