@@ -82,6 +82,10 @@ except ImportError:  # another ansible-core: every task goes to a worker, as in 
 # only: a short name may be a playbook's own action plugin of that name.
 _HERE_ACTIONS = frozenset('ansible.builtin.' + name for name in (
     'assert', 'debug', 'fail', 'include_role', 'include_tasks', 'include_vars', 'set_fact', 'validate_argument_spec'))
+# Actions that always get a worker, also on a play's only host: they restart the connection (a Mitogen
+# connection made in this process would be torn down under it) or ask the terminal.
+_WORKER_ACTIONS = frozenset(name for action in ('pause', 'reboot', 'wait_for_connection')
+                            for name in (action, 'ansible.builtin.' + action, 'ansible.legacy.' + action))
 
 try:
     import ansible_mitogen.affinity
@@ -134,7 +138,7 @@ class SkipHereMixin:
         result = _skip_result(self._loader, host, task, task_vars, play_context)
         here = None
         if result is None:
-            if not _runs_here(task):
+            if not _runs_here(task, self._alone_through_mitogen(task_vars, play_context)):
                 return super()._queue_task(host, task, task_vars, play_context)
             # TaskExecutor post-validates its task and adds to its variables in place; a worker's are
             # its own copies, as these.
@@ -154,13 +158,23 @@ class SkipHereMixin:
         self._pending_results += 1
         return None
 
+    def _alone_through_mitogen(self, task_vars, play_context):
+        """Whether the play runs on one host (after --limit; a serial play's batches are not looked at),
+        reached through one of the connections that Mitogen takes over."""
+        connection = task_vars.get('ansible_connection') or play_context.connection
+        return len(self._hosts_cache) == 1 and connection in ansible_mitogen.strategy.REDIRECTED_CONNECTION_PLUGINS
 
-def _runs_here(task):
-    """Whether task is one of ansible-core's actions on variables alone, run once (no loop, no retries,
-    not in the background), not delegated, with no timer (a task's timeout is an alarm signal, which would
-    be the controller's own)."""
-    once = not (task.loop or task.loop_with or task.until or task.async_val)
-    return task.action in _HERE_ACTIONS and once and not (task.delegate_to or task.timeout)
+
+def _runs_here(task, alone):
+    """Whether task runs in this process: on a play's only host (alone), any task but those that restart
+    the connection or ask the terminal; elsewhere ansible-core's actions on variables alone, once (no loop,
+    no retries). Never one in the background, delegated, or with a timer (a task's timeout is an alarm
+    signal, which would be the controller's own)."""
+    if task.async_val or task.delegate_to or task.timeout:
+        return False
+    if alone:
+        return task.action not in _WORKER_ACTIONS
+    return task.action in _HERE_ACTIONS and not (task.loop or task.loop_with or task.until)
 
 
 def _skip_result(loader, host, task, task_vars, play_context):

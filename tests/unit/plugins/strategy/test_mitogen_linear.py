@@ -159,15 +159,19 @@ PLAYBOOK = """
     - name: command
       ansible.builtin.command: "echo {{ lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/command') }}"
       changed_when: false
+    - name: timed
+      ansible.builtin.command: "echo {{ lookup('ansible.builtin.pipe', 'echo $PPID > ' ~ pids ~ '/timed') }}"
+      changed_when: false
+      timeout: 60
 """
 
 
-def play(tmp_path, strategy):
+def play(tmp_path, strategy, hosts):
     pytest.importorskip('ansible_mitogen', reason='Mitogen is not installed (tests/requirements.txt has it)')
     (tmp_path / 'play.yml').write_text(PLAYBOOK)
     (tmp_path / 'nothing.yml').write_text('- ansible.builtin.debug:\n    msg: included\n')
     (tmp_path / 'ansible.cfg').write_text('[defaults]\n')
-    pids = tmp_path / ('pids-' + strategy.rsplit('.', 1)[-1])
+    pids = tmp_path / ('pids-%s-%d' % (strategy.rsplit('.', 1)[-1], len(hosts)))
     pids.mkdir()
     bin_dir = os.path.dirname(sys.executable)
     env = {k: v for k, v in os.environ.items() if not k.startswith('ANSIBLE_')}
@@ -176,38 +180,68 @@ def play(tmp_path, strategy):
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections') + os.pathsep +
                os.environ.get('ANSIBLE_COLLECTIONS_PATH', ''))
     env = {k: v for k, v in env.items() if v}
-    proc = subprocess.Popen([os.path.join(bin_dir, 'ansible-playbook'), '-vv', '-i', 'node1,', '-c', 'local',
+    proc = subprocess.Popen([os.path.join(bin_dir, 'ansible-playbook'), '-vv', '-i', ','.join(hosts) + ',', '-c', 'local',
                              '-e', 'ansible_python_interpreter=' + sys.executable, str(tmp_path / 'play.yml')],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path))
     out = proc.communicate(timeout=300)[0].decode()
     assert proc.returncode == 0, out
     found = {path.name: int(path.read_text()) for path in pids.iterdir()}
     # The task lines and their results, less what names a run's own files and times.
-    kept = ('TASK [', 'skipping:', 'ok:', 'changed:', 'fatal:', '...', 'included:', '    "', 'node1 ', '}')
+    kept = ('TASK [', 'skipping:', 'ok:', 'changed:', 'fatal:', '...', 'included:', '    "', 'node1 ', 'node2 ', '}')
     lines = [line for line in out.splitlines() if line.startswith(kept) and '"delta": ' not in line]
-    return proc.pid, found, lines
+    # The hosts' results within a task in one order: workers finish in any.
+    blocks = []
+    for line in lines:
+        if line.startswith('TASK [') or not blocks:
+            blocks.append([line])
+        else:
+            blocks[-1].append(line)
+    return proc.pid, found, [line for block in blocks for line in block[:1] + sorted(block[1:])]
 
 
-def test_a_skipped_task_and_a_task_on_variables_get_no_worker_and_the_same_result(tmp_path):
-    if not os.path.isdir(os.path.join(ROOT, '.build', 'collections', 'ansible_collections', 'ocigpu')):
-        pytest.skip('the collection is not linked into .build/collections (tests/infra/venv.sh does it)')
-    main_pid, here, ours = play(tmp_path, 'ocigpu.cluster.mitogen_linear')
-    linear_pid, there, theirs = play(tmp_path, 'linear')
+ALL = {'plain', 'hidden', 'registered', 'connection', 'true', 'looped', 'included', 'undefined', 'fact', 'checked',
+       'secret', 'failing', 'command', 'timed'}
+
+
+def check_output(ours, theirs, hosts):
     assert ours == theirs
     assert any(line.startswith('skipping: [node1] => {"censored"') for line in ours), ours
     assert any(line.endswith('is string and flag", "skip_reason": "Conditional result was False"}') for line in ours), ours
-    assert [line.split() for line in ours if line.startswith('node1 ')] == [
-        ['node1', ':', 'ok=8', 'changed=0', 'unreachable=0', 'failed=0', 'skipped=6', 'rescued=1', 'ignored=1']], ours
+    assert [line.split() for line in ours if line.startswith(('node1 ', 'node2 '))] == [
+        [host, ':', 'ok=9', 'changed=0', 'unreachable=0', 'failed=0', 'skipped=6', 'rescued=1', 'ignored=1'] for host in hosts], ours
     assert 'ok: [node1] => {"censored": "the output has been hidden due to the fact that \'no_log: true\' was specified for ' \
         'this result", "changed": false}' in ours, ours
     assert '    "msg": "failed on purpose 6"' in ours, ours
+
+
+def test_on_several_hosts_skipped_tasks_and_tasks_on_variables_get_no_worker_and_the_same_result(tmp_path):
+    if not os.path.isdir(os.path.join(ROOT, '.build', 'collections', 'ansible_collections', 'ocigpu')):
+        pytest.skip('the collection is not linked into .build/collections (tests/infra/venv.sh does it)')
+    hosts = ['node1', 'node2']
+    main_pid, here, ours = play(tmp_path, 'ocigpu.cluster.mitogen_linear', hosts)
+    linear_pid, there, theirs = play(tmp_path, 'linear', hosts)
+    check_output(ours, theirs, hosts)
     # In the controller's process: the three skipped by a false condition, the connection variable's, and
     # ansible-core's actions on variables alone (a debug, an include, set_fact, assert, fail).
     assert {name for name, pid in here.items() if pid == main_pid} == {
         'plain', 'hidden', 'registered', 'connection', 'true', 'included', 'fact', 'checked', 'secret', 'failing'}, here
-    # A worker for the rest: a loop (per item), a condition that fails, a module.
-    assert set(here) == {'plain', 'hidden', 'registered', 'connection', 'true', 'looped', 'included', 'undefined',
-                         'fact', 'checked', 'secret', 'failing', 'command'}
-    assert main_pid not in (here['looped'], here['undefined'], here['command']), here
+    # A worker for the rest: a loop (per item), a condition that fails, modules.
+    assert set(here) == ALL
+    assert main_pid not in (here['looped'], here['undefined'], here['command'], here['timed']), here
     # Ansible's own strategy: a worker for every one.
+    assert set(there) == ALL
+    assert linear_pid not in there.values(), there
+
+
+def test_on_a_plays_only_host_every_task_runs_in_the_controllers_process_with_the_same_result(tmp_path):
+    if not os.path.isdir(os.path.join(ROOT, '.build', 'collections', 'ansible_collections', 'ocigpu')):
+        pytest.skip('the collection is not linked into .build/collections (tests/infra/venv.sh does it)')
+    main_pid, here, ours = play(tmp_path, 'ocigpu.cluster.mitogen_linear', ['node1'])
+    linear_pid, there, theirs = play(tmp_path, 'linear', ['node1'])
+    check_output(ours, theirs, ['node1'])
+    # Modules and loops too, through Mitogen's connection made in this process; a task with a timeout
+    # (an alarm signal) still gets a worker.
+    assert set(here) == ALL
+    assert {name for name, pid in here.items() if pid == main_pid} == ALL - {'timed'}, here
+    assert set(there) == ALL
     assert linear_pid not in there.values(), there
