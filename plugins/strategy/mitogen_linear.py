@@ -15,7 +15,7 @@ description:
     C(pip install mitogen); docs/playbooks.md has the figures measured with it.
   - The on-demand nodes' pull (the slurm_autoscaler role's C(ocigpu-pull)) installs Mitogen beside ansible-core
     and runs its playbooks against the node with this strategy unless C(slurm_autoscaler_pull_mitogen) is empty.
-  - This plugin is Mitogen's own C(mitogen_linear) strategy with four changes, the reason it exists.
+  - This plugin is Mitogen's own C(mitogen_linear) strategy with five changes, the reason it exists.
     Mitogen pins its processes to CPUs itself; on a controller with two or three CPUs it keeps CPU 0
     for its connection multiplexer and pins every worker, and every process a worker starts (ssh
     among them), to CPU 1, so one CPU does all the work. Here Mitogen's placement is swapped for its
@@ -50,6 +50,14 @@ description:
     the controller's process, one host after the other, as a condition's does. On the test machine a
     C(set_fact) cost 21-25 ms with Ansible's and Mitogen's strategies and 4 ms with this one
     (tests/perf/skip_bench.sh).
+  - On a play's only host (its hosts after C(--limit); a C(serial) play's batches are not looked at),
+    reached through a connection that Mitogen takes over (C(local), C(ssh) and the others of its
+    list), every task runs so, modules too: Mitogen's connection is then made from the controller's
+    process, as it is for a C(meta) task. With one host there is nothing for workers to do side by
+    side; a node's pull is such a play. Still in a worker: a task with C(async), a C(timeout) or
+    C(delegate_to), and C(pause), C(reboot) and C(wait_for_connection), which ask the terminal or
+    restart the connection. A node's join on a baked image took 7.2 s of processor time against 11.4 s
+    before this and the fourth change (tests/perf/join_bench.sh, one run after the other).
   - It uses ansible-core 2.19's own classes; with another release every task goes to a worker, as in
     Mitogen's strategy.
   - The boot wait (C(boot_wait.yml), the first play of C(configure.yml)), C(validate.yml) and the plays
