@@ -147,8 +147,6 @@ class SkipHereMixin:
         here = None
         if result is None:
             if not _runs_here(task, self._alone_through_mitogen(task_vars, play_context)):
-                # A forked worker must not inherit this process's link to the multiplexer.
-                self._close_kept_link()
                 return super()._queue_task(host, task, task_vars, play_context)
             # TaskExecutor post-validates its task and adds to its variables in place; a worker's are
             # its own copies, as these.
@@ -159,50 +157,20 @@ class SkipHereMixin:
             'host': host, 'task': task, 'task_vars': task_vars, 'play_context': play_context}
         self._tqm.send_callback('v2_runner_on_start', host, task)
         if here is not None:
-            result = self._run_here(host, here, task_vars, play_context)
+            with _task.TaskContext(here):
+                result = TaskExecutor(host, here, dict(task_vars), play_context, self._loader,
+                                      plugin_loader.get_plugin_loader_namespace(), self._final_q,
+                                      self._variable_manager).run()
         self._final_q.send_task_result(_RawTaskResult(host=host, task=task, return_data=result,
                                                       task_fields=(here or task).dump_attrs()))
         self._pending_results += 1
         return None
-
-    def _run_here(self, host, task, task_vars, play_context):
-        """The worker's TaskExecutor, run in this process. Mitogen's connection closes its link to the
-        multiplexer (a thread and a socket) after each task, as a worker then exits; here the link stays
-        open from one task to the next (about a tenth of a second each on the test machine), and is
-        closed before a worker is forked and when the play ends (_close_kept_link)."""
-        model = getattr(self, '_worker_model', None)
-        if model is not None:
-            model.on_binding_close = _keep_link
-        try:
-            with _task.TaskContext(task):
-                return TaskExecutor(host, task, dict(task_vars), play_context, self._loader,
-                                    plugin_loader.get_plugin_loader_namespace(), self._final_q,
-                                    self._variable_manager).run()
-        finally:
-            if model is not None:
-                del model.on_binding_close
-                self._link_kept = getattr(model, 'broker', None) is not None
-
-    def _close_kept_link(self):
-        if getattr(self, '_link_kept', False):
-            self._link_kept = False
-            self._worker_model.on_binding_close()
-
-    def run(self, iterator, play_context):  # pylint: disable=arguments-differ
-        try:
-            return super().run(iterator, play_context)
-        finally:
-            self._close_kept_link()
 
     def _alone_through_mitogen(self, task_vars, play_context):
         """Whether the play runs on one host (after --limit; a serial play's batches are not looked at),
         reached through one of the connections that Mitogen takes over."""
         connection = task_vars.get('ansible_connection') or play_context.connection
         return len(self._hosts_cache) == 1 and connection in ansible_mitogen.strategy.REDIRECTED_CONNECTION_PLUGINS
-
-
-def _keep_link():
-    """Stands for the worker model's on_binding_close while a task runs in this process."""
 
 
 def _runs_here(task, alone):
