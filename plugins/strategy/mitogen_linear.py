@@ -52,9 +52,9 @@ description:
     (tests/perf/skip_bench.sh).
   - On a play's only host (its hosts after C(--limit); a C(serial) play's batches are not looked at),
     reached through a connection that Mitogen takes over (C(local), C(ssh) and the others of its
-    list), every task runs so, modules too: Mitogen's connection is then made from the controller's
+    list), every task runs so, modules too; Mitogen's connection is then made from the controller's
     process, as it is for a C(meta) task. With one host there is nothing for workers to do side by
-    side; a node's pull is such a play. Still in a worker: a task with C(async), a C(timeout) or
+    side; a node's pull is such a play. Still in a worker are a task with C(async), a C(timeout) or
     C(delegate_to), and C(pause), C(reboot) and C(wait_for_connection), which ask the terminal or
     restart the connection. A node's join on a baked image took 7.2 s of processor time against 11.4 s
     before this and the fourth change (tests/perf/join_bench.sh, one run after the other).
