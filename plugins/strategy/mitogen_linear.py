@@ -33,7 +33,8 @@ description:
     among them), and hands Ansible the worker's result (C(skipped), C(skip_reason), C(false_condition);
     censored under C(no_log)). The callbacks, counts and registered variables are the same. A task with a
     loop (its condition is per item), a delegated task, an include, a meta task, and a condition that is
-    true, fails or warns still go to a worker. The hosts' conditions are so evaluated one host after the
+    true, fails or warns are not skipped so; Ansible's TaskExecutor decides them, in a worker or, under
+    the fourth and fifth changes, in this process. The hosts' conditions are so evaluated one host after the
     other in that process, as Ansible already works out each host's variables there; a condition that
     calls a slow lookup (a C(pipe) of a long command) costs the play its length once per host, where
     workers would run it side by side (C(forks)). On the test machine a skipped task cost 26-28 ms with
@@ -72,11 +73,10 @@ requirements:
 
 from ansible import constants as C
 from ansible.errors import AnsibleError
+from ansible.plugins import loader as plugin_loader
 from ansible.plugins.strategy.linear import StrategyModule as LinearStrategyModule
 
-from ansible.plugins import loader as plugin_loader
-
-try:  # ansible-core 2.19's own classes: the skip and the run in the controller (SkipHereMixin) need them.
+try:  # ansible-core 2.19's own classes: the skip and the run in the controller (RunHereMixin) need them.
     from ansible._internal import _display_utils, _task
     from ansible._internal._templating._engine import TemplateEngine
     from ansible.executor.task_executor import TaskExecutor
@@ -127,18 +127,18 @@ else:
     mitogen.ssh.Connection.get_boot_command = _boot_command_keeping_the_hosts_check
 
 
-class SkipHereMixin:
-    """A task whose condition is false on a host is skipped here, in the controller's own process, with
-    no worker process forked for it (and no connection made).
+class RunHereMixin:
+    """Tasks done here, in the controller's own process, with no worker process forked for them.
 
-    Ansible forks a worker for every task and host, also to find that its ``when`` is false; on the
-    test machines that is most of a skipped task's cost (about 25 ms of its 30-40). The result, the
-    callbacks and the counts are those the worker would give: the same evaluation of the condition
-    (the task's variables and the connection's magic variables, as the worker's TaskExecutor adds them)
-    and the same result (``skipped``, ``skip_reason``, ``false_condition``), sent through the same
-    queue. Whatever is not plainly that case goes to a worker as before: a task with a loop (its
-    condition is per item), a delegated one, an include, a meta task, a condition that raises, warns or
-    is true."""
+    Ansible forks a worker for every task and host; on the test machines that is most of a short task's
+    cost (about 25 ms of its 30-40). Two kinds are done here instead. A task whose condition is false
+    on a host is skipped with the worker's evaluation of the condition (the task's variables and the
+    connection's magic variables, as the worker's TaskExecutor adds them) and the worker's result
+    (``skipped``, ``skip_reason``, ``false_condition``); a task with a loop (its condition is per item), a
+    delegated one, an include, a meta task, a condition that raises, warns or is true is not skipped so.
+    And a task that _runs_here allows is run by Ansible's own TaskExecutor in this process, on copies of
+    the task and its variables, as a worker would. Either way the result goes through the same queue, so
+    the callbacks and the counts are those a worker would give."""
 
     def _queue_task(self, host, task, task_vars, play_context):
         if _RawTaskResult is None:
@@ -218,7 +218,7 @@ def _skip_result(loader, host, task, task_vars, play_context):
 
 
 if MITOGEN_IMPORT_ERROR is None:
-    class StrategyModule(SkipHereMixin, ansible_mitogen.strategy.StrategyMixin, LinearStrategyModule):
+    class StrategyModule(RunHereMixin, ansible_mitogen.strategy.StrategyMixin, LinearStrategyModule):
         """Mitogen's linear strategy; the kernel places the processes; false conditions skipped here."""
 else:
     class StrategyModule(LinearStrategyModule):  # type: ignore[no-redef]

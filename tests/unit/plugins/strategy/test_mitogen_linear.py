@@ -90,9 +90,9 @@ def test_the_hosts_own_host_key_check_is_the_one_ssh_reads(check, args, strict):
     assert original.index('node1') - patched.index('node1') == (2 if removed else 0)
 
 
-# The skip in the controller (SkipHereMixin): the same output as Ansible's own linear strategy, task by
-# task, and no worker for a task skipped by its condition. Each condition writes the PID of the process
-# that evaluates it (a pipe lookup's parent) to a file named after the task.
+# The tasks done in the controller (RunHereMixin): the same output as Ansible's own linear strategy, task
+# by task, and no worker for a task skipped by its condition or run there. Each condition or argument writes
+# the PID of the process that evaluates it (a pipe lookup's parent) to a file named after the task.
 PLAYBOOK = """
 - hosts: all
   gather_facts: false
@@ -199,6 +199,11 @@ def play(tmp_path, strategy, hosts):
     return proc.pid, found, [line for block in blocks for line in block[:1] + sorted(block[1:])]
 
 
+def skip_unless_collection_linked():
+    if not os.path.isdir(os.path.join(ROOT, '.build', 'collections', 'ansible_collections', 'ocigpu')):
+        pytest.skip('the collection is not linked into .build/collections (tests/infra/venv.sh does it)')
+
+
 ALL = {'plain', 'hidden', 'registered', 'connection', 'true', 'looped', 'included', 'undefined', 'fact', 'checked',
        'secret', 'failing', 'command', 'timed'}
 
@@ -215,8 +220,7 @@ def check_output(ours, theirs, hosts):
 
 
 def test_on_several_hosts_skipped_tasks_and_tasks_on_variables_get_no_worker_and_the_same_result(tmp_path):
-    if not os.path.isdir(os.path.join(ROOT, '.build', 'collections', 'ansible_collections', 'ocigpu')):
-        pytest.skip('the collection is not linked into .build/collections (tests/infra/venv.sh does it)')
+    skip_unless_collection_linked()
     hosts = ['node1', 'node2']
     main_pid, here, ours = play(tmp_path, 'ocigpu.cluster.mitogen_linear', hosts)
     linear_pid, there, theirs = play(tmp_path, 'linear', hosts)
@@ -234,8 +238,7 @@ def test_on_several_hosts_skipped_tasks_and_tasks_on_variables_get_no_worker_and
 
 
 def test_on_a_plays_only_host_every_task_runs_in_the_controllers_process_with_the_same_result(tmp_path):
-    if not os.path.isdir(os.path.join(ROOT, '.build', 'collections', 'ansible_collections', 'ocigpu')):
-        pytest.skip('the collection is not linked into .build/collections (tests/infra/venv.sh does it)')
+    skip_unless_collection_linked()
     main_pid, here, ours = play(tmp_path, 'ocigpu.cluster.mitogen_linear', ['node1'])
     linear_pid, there, theirs = play(tmp_path, 'linear', ['node1'])
     check_output(ours, theirs, ['node1'])
